@@ -1,0 +1,117 @@
+/**
+ * The sandbox provider interface (../shared/specs/sandbox.md). A provider needs only create, exec
+ * and destroy to be useful; file operations have exec-based defaults in `files.ts`.
+ */
+
+/** What to create. */
+export interface SandboxSpec {
+  /**
+   * Episode id + attempt. A retried `create` with the same key returns the sandbox the first call
+   * made instead of leaking a second one.
+   */
+  idempotencyKey: string;
+  /** Host directory copied in as the private, writable `/workspace`. */
+  workspaceDir: string;
+  /**
+   * Make `/workspace` a fresh single-commit git repository (no history, branches, tags, remotes).
+   * Default true.
+   */
+  initGitRepo?: boolean;
+  /** Host paths mounted read-only inside the sandbox (reward runners, agent sidecars). */
+  readOnlyMounts?: { hostPath: string; sandboxPath: string }[];
+  /** Labels the janitor and `list` select on (episode id, batch id, role). */
+  labels?: Record<string, string>;
+  /** Hard time to live, enforced outside the caller. Default 1 hour. */
+  ttlMs?: number;
+}
+
+export interface SandboxInfo {
+  id: string;
+  labels: Record<string, string>;
+  createdAt: number;
+  expiresAt: number;
+}
+
+export type SandboxState = 'running' | 'paused' | 'gone';
+
+export interface ExecOptions {
+  /** Working directory inside the sandbox. Default `/workspace`. */
+  cwd?: string;
+  env?: Record<string, string>;
+  stdin?: string;
+  /** Kill the command (and its process tree) after this long. Default 60 s. */
+  timeoutMs?: number;
+  /** Keep at most this many bytes of stdout and of stderr each. Default 1 MiB. */
+  maxOutputBytes?: number;
+}
+
+/** A command that fails or times out is a result, never an exception. */
+export interface ExecResult {
+  exitCode: number;
+  timedOut: boolean;
+  stdout: string;
+  stderr: string;
+  truncated: boolean;
+  durationMs: number;
+}
+
+/** An argv, or a shell script run with `/bin/sh -c`. */
+export type Command = string[] | { shell: string };
+
+export interface SandboxProvider {
+  readonly name: string;
+  create(spec: SandboxSpec): Promise<SandboxInfo>;
+  exec(id: string, command: Command, options?: ExecOptions): Promise<ExecResult>;
+  readFile(id: string, path: string): Promise<Buffer>;
+  writeFile(id: string, path: string, data: Buffer | string): Promise<void>;
+  /** Never throws: a sandbox that cannot be found is `gone`. */
+  status(id: string): Promise<SandboxState>;
+  extendTtl(id: string, ms: number): Promise<void>;
+  /** Idempotent: destroying what is already gone succeeds. */
+  destroy(id: string): Promise<void>;
+  list(labels?: Record<string, string>): Promise<SandboxInfo[]>;
+}
+
+/** Infrastructure failures; `retryable` says whether trying again can help. */
+export class SandboxError extends Error {
+  override name = 'SandboxError';
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** The sandbox no longer exists (TTL passed, janitor, host restart). */
+export class SandboxGoneError extends SandboxError {
+  override name = 'SandboxGoneError';
+  constructor(id: string) {
+    super(`sandbox ${id} is gone`, true);
+  }
+}
+
+/** The provider cannot serve now (tool missing, host overloaded, injected fault). */
+export class ProviderUnavailableError extends SandboxError {
+  override name = 'ProviderUnavailableError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, true, options);
+  }
+}
+
+/** Too many sandboxes on this host. */
+export class SandboxQuotaError extends SandboxError {
+  override name = 'SandboxQuotaError';
+  constructor(message: string) {
+    super(message, true);
+  }
+}
+
+/** The spec can never work (missing workspace, bad mount); never retried. */
+export class InvalidSandboxSpecError extends SandboxError {
+  override name = 'InvalidSandboxSpecError';
+  constructor(message: string) {
+    super(message, false);
+  }
+}
