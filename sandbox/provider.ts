@@ -66,10 +66,16 @@ export interface SandboxProvider {
   writeFile(id: string, path: string, data: Buffer | string): Promise<void>;
   /** Never throws: a sandbox that cannot be found is `gone`. */
   status(id: string): Promise<SandboxState>;
+  /** The sandbox lives at least `ms` more from now (never shortened; a retry does not add up). */
   extendTtl(id: string, ms: number): Promise<void>;
   /** Idempotent: destroying what is already gone succeeds. */
   destroy(id: string): Promise<void>;
   list(labels?: Record<string, string>): Promise<SandboxInfo[]>;
+  /**
+   * Optional janitor hook for providers that can leave debris list() cannot show (half-made
+   * sandboxes): removes what expired by `now` and returns the ids removed.
+   */
+  sweepExpired?(now?: number): Promise<string[]>;
 }
 
 /** Infrastructure failures; `retryable` says whether trying again can help. */

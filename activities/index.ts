@@ -1,0 +1,199 @@
+import { ApplicationFailure, Context, sleep } from '@temporalio/activity';
+import path from 'node:path';
+import { removeAgentState, runAgentStep, type AgentStepResult } from '../agents/builtin/index.js';
+import type { AdmissionControl } from '../scheduler/index.js';
+import { SandboxError, type SandboxProvider } from '../sandbox/provider.js';
+import { evaluateReward, workspaceDiff } from '../tasks/reward/index.js';
+import { exportBatch, type TrajectoryStore } from '../trajectory/index.js';
+import type { SessionSummary } from '../gateway/session/session-manager.js';
+import { GatewayAdminClient } from './gateway-admin.js';
+import type { TaskCatalog } from './task-catalog.js';
+import type { EpisodeInput, EpisodeOutcome, RewardSummary, SandboxRef } from './types.js';
+
+export interface ActivityDeps {
+  store: TrajectoryStore;
+  admission: AdmissionControl;
+  sandbox: SandboxProvider;
+  tasks: TaskCatalog;
+  gateway: { url: string; adminToken: string };
+  /** Task queue served by this worker's host: activities touching its sandboxes go there. */
+  hostQueue: string;
+  /** Where the built-in agent keeps its per-episode state. */
+  agentStateDir: string;
+  /** Where batch exports are written (`<exportDir>/<batchId>/`). */
+  exportDir: string;
+  /** Bytes of command output shown to the model. */
+  maxOutputBytes: number;
+  /** Time for one sandbox TTL: a sandbox outliving its episode by this much is swept. */
+  sandboxTtlMs: number;
+}
+
+/** Sandbox errors that can never succeed are not retried by Temporal. */
+async function sandboxCall<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (error instanceof SandboxError && !error.retryable) {
+      throw ApplicationFailure.nonRetryable(error.message, error.name);
+    }
+    throw error;
+  }
+}
+
+/** Heartbeats while `fn` runs, so a dead worker is noticed within the heartbeat timeout. */
+async function withHeartbeat<T>(fn: () => Promise<T>): Promise<T> {
+  const ctx = Context.current();
+  const timer = setInterval(() => ctx.heartbeat(), 2_000);
+  try {
+    return await fn();
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+export function createActivities(deps: ActivityDeps) {
+  const admin = new GatewayAdminClient(deps.gateway);
+  return {
+    /** Waits for rollout capacity and returns the episode's home instance. */
+    async admitEpisode(input: { episodeId: string }): Promise<{ instance: string }> {
+      for (;;) {
+        const lease = deps.admission.tryAdmit(input.episodeId);
+        if (lease) return { instance: lease.instance };
+        Context.current().heartbeat();
+        await sleep(250);
+      }
+    },
+
+    async releaseEpisode(input: { episodeId: string }): Promise<void> {
+      deps.admission.release(input.episodeId);
+    },
+
+    /** Creates the agent's sandbox on this worker's host and says which queue reaches it. */
+    async createSandbox(input: { episodeId: string; attempt: number; taskSource: string; taskId: string }): Promise<SandboxRef> {
+      const task = await deps.tasks.get(input.taskSource, input.taskId);
+      const info = await sandboxCall(() =>
+        deps.sandbox.create({
+          idempotencyKey: `${input.episodeId}:${input.attempt}`,
+          workspaceDir: task.workspace.path,
+          labels: { episode: input.episodeId, role: 'agent' },
+          ttlMs: deps.sandboxTtlMs,
+        }),
+      );
+      return { sandboxId: info.id, hostQueue: deps.hostQueue };
+    },
+
+    /** Removes what an attempt left on this host: its sandbox and the agent's state file. */
+    async cleanupAttempt(input: { sandboxId: string; episodeId: string; attempt: number }): Promise<void> {
+      await deps.sandbox.destroy(input.sandboxId);
+      await removeAgentState(deps.agentStateDir, input.episodeId, input.attempt);
+    },
+
+    async openSession(input: { episodeId: string; attempt: number; instance: string; episode: EpisodeInput }): Promise<{ sessionId: string; key: string }> {
+      const { episode } = input;
+      return admin.openSession({
+        sessionId: `${input.episodeId}:${input.attempt}`,
+        episodeId: input.episodeId,
+        attempt: input.attempt,
+        info: {
+          batchId: episode.batchId,
+          taskId: episode.taskId,
+          groupId: episode.groupId,
+          episodeIndex: episode.episodeIndex,
+          agentName: episode.agentName,
+          homeInstance: input.instance,
+          budgets: {
+            maxTurns: episode.limits.maxTurns,
+            maxContextTokens: episode.limits.maxContextTokens,
+            maxWallTimeMs: episode.limits.maxWallTimeMs,
+          },
+          sampling: episode.sampling,
+        },
+      });
+    },
+
+    /** One model call of the built-in agent and the tools it asked for. */
+    async agentStep(input: {
+      episodeId: string;
+      attempt: number;
+      sandboxId: string;
+      sessionKey: string;
+      taskSource: string;
+      taskId: string;
+      commandTimeoutMs: number;
+    }): Promise<AgentStepResult> {
+      const task = await deps.tasks.get(input.taskSource, input.taskId);
+      return withHeartbeat(() =>
+        sandboxCall(() =>
+          runAgentStep(
+            { sandbox: deps.sandbox, stateDir: deps.agentStateDir },
+            {
+              episodeId: input.episodeId,
+              attempt: input.attempt,
+              sandboxId: input.sandboxId,
+              gatewayUrl: deps.gateway.url,
+              sessionKey: input.sessionKey,
+              problemStatement: task.problem_statement,
+              commandTimeoutMs: input.commandTimeoutMs,
+              maxOutputBytes: deps.maxOutputBytes,
+            },
+          ),
+        ),
+      );
+    },
+
+    /** Runs the hidden tests in a fresh sandbox against the agent's diff. */
+    async computeReward(input: { episodeId: string; attempt: number; sandboxId: string; taskSource: string; taskId: string }): Promise<RewardSummary> {
+      const task = await deps.tasks.get(input.taskSource, input.taskId);
+      return withHeartbeat(async () => {
+        const agentDiff = await sandboxCall(() => workspaceDiff(deps.sandbox, input.sandboxId));
+        const result = await sandboxCall(() =>
+          evaluateReward({ provider: deps.sandbox }, { task, agentDiff, idempotencyKey: `${input.episodeId}:${input.attempt}` }),
+        );
+        return { reward: result.reward, resolved: result.resolved, reason: result.reason, passed: result.passed, failed: result.failed };
+      });
+    },
+
+    async closeSession(input: { sessionId: string; reason: string }): Promise<SessionSummary> {
+      return admin.closeSession(input.sessionId, input.reason);
+    },
+
+    /** Writes the episode's outcome; its session's chains become its trajectory. */
+    async finishEpisode(input: {
+      episodeId: string;
+      episode: EpisodeInput;
+      sessionId: string | null;
+      outcome: EpisodeOutcome;
+      terminationReason: string;
+      reward: RewardSummary | null;
+      turns: number;
+      toolCalls: number;
+      tEpisodeS: number;
+      tEnvS: number;
+    }): Promise<void> {
+      deps.store.recordEpisode({
+        episodeId: input.episodeId,
+        batchId: input.episode.batchId,
+        taskId: input.episode.taskId,
+        groupId: input.episode.groupId,
+        episodeIndex: input.episode.episodeIndex,
+        agentName: input.episode.agentName,
+        sessionId: input.sessionId,
+        outcome: input.outcome,
+        terminationReason: input.terminationReason,
+        reward: input.reward?.reward ?? null,
+        rewardInfo: input.reward ? { ...input.reward } : {},
+        numTurns: input.turns,
+        numToolCalls: input.toolCalls,
+        tEpisodeS: input.tEpisodeS,
+        tEnvS: input.tEnvS,
+      });
+    },
+
+    /** Writes the batch's Arrow file from the store. */
+    async exportBatch(input: { batchId: string; groupIds: string[] }) {
+      return exportBatch(deps.store, input.batchId, path.join(deps.exportDir, input.batchId), new Set(input.groupIds));
+    },
+  };
+}
+
+export type Activities = ReturnType<typeof createActivities>;

@@ -1,0 +1,103 @@
+import { parseArgs } from 'node:util';
+
+/** Flags every command accepts, mapped to configuration keys. */
+const CONFIG_FLAGS = {
+  'temporal-address': 'temporal.address',
+  'gateway-url': 'gateway.url',
+  'gateway-port': 'gateway.port',
+  'data-dir': 'dataDir',
+  'model-dir': 'model.dir',
+  concurrency: 'batch.concurrency',
+  'host-id': 'worker.hostId',
+  'sandbox-failure-rate': 'sandbox.createFailureRate',
+  'time-scale': 'engineSim.timeScale',
+} as const;
+const NUMERIC = new Set(['gateway.port', 'batch.concurrency', 'sandbox.createFailureRate', 'engineSim.timeScale']);
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+export interface ParsedArgs {
+  positionals: string[];
+  config: string | undefined;
+  overrides: Record<string, unknown>;
+  tasks: string | undefined;
+  n: number | undefined;
+  agent: string | undefined;
+  out: string | undefined;
+  id: string | undefined;
+  wait: boolean;
+  help: boolean;
+}
+
+function toNumber(flag: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n)) throw new UsageError(`--${flag} needs a number, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+export function parseCliArgs(argv: string[]): ParsedArgs {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        config: { type: 'string', short: 'c' },
+        tasks: { type: 'string' },
+        n: { type: 'string' },
+        agent: { type: 'string' },
+        out: { type: 'string' },
+        id: { type: 'string' },
+        wait: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+        ...Object.fromEntries(Object.keys(CONFIG_FLAGS).map((f) => [f, { type: 'string' as const }])),
+      },
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const values = parsed.values as Record<string, string | boolean | undefined>;
+  const overrides: Record<string, unknown> = {};
+  for (const [flag, key] of Object.entries(CONFIG_FLAGS)) {
+    const value = values[flag];
+    if (typeof value === 'string') overrides[key] = NUMERIC.has(key) ? toNumber(flag, value) : value;
+  }
+  const n = typeof values.n === 'string' ? toNumber('n', values.n) : undefined;
+  if (n !== undefined && (!Number.isInteger(n) || n < 1)) throw new UsageError('--n must be a positive integer');
+  return {
+    positionals: parsed.positionals,
+    config: values.config as string | undefined,
+    overrides,
+    tasks: values.tasks as string | undefined,
+    n,
+    agent: values.agent as string | undefined,
+    out: values.out as string | undefined,
+    id: values.id as string | undefined,
+    wait: values.wait === true,
+    help: values.help === true,
+  };
+}
+
+export const USAGE = `usage: rollout <command> [flags]
+
+commands:
+  demo                     start the embedded stack, run the built-in tasks x 4 samples, print a summary
+  dev                      start the embedded stack (Temporal dev server, engines, gateway, worker) and wait
+  worker                   run a worker that joins a running stack (needs --temporal-address, --gateway-url)
+  batch start              start a batch (--tasks builtin|DIR|FILE, --n N, --agent builtin, --id ID, --wait)
+  batch status ID          print a batch's progress, or its manifest when finished
+  batch export ID --out F  write a finished batch's trajectories to F (Arrow IPC stream)
+
+flags:
+  -c, --config FILE        configuration file (YAML or JSON; see README)
+  --temporal-address A     Temporal front end host:port (default: the embedded dev server)
+  --gateway-url URL        gateway base URL (worker)
+  --gateway-port P         gateway port
+  --data-dir DIR           data directory (default .data)
+  --model-dir DIR          tokenizer and chat template directory
+  --concurrency N          episodes running at once per batch
+  --host-id ID             this worker's host name for its sandbox queue
+  --sandbox-failure-rate R inject sandbox creation failures (0..1), for testing
+  --time-scale S           simulated engine speed (0.05 = 20x faster than a real GPU)`;

@@ -1,0 +1,204 @@
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import path from 'node:path';
+import type { BatchManifest } from '../activities/types.js';
+import { ConfigError, loadConfig, type Config } from '../stack/config.js';
+import { BatchRequestError, buildBatchInput, followBatch, formatProgress, formatSummary, startBatch } from '../stack/batches.js';
+import { dataPaths } from '../stack/paths.js';
+import { startStack, startStandaloneWorker, type Stack } from '../stack/stack.js';
+import { TaskLoadError } from '../tasks/loader.js';
+import { assembleEpisode, TrajectoryStore, writeArrowStream } from '../trajectory/index.js';
+import { progressQuery } from '../workflows/queries.js';
+import { parseCliArgs, USAGE, UsageError, type ParsedArgs } from './args.js';
+
+const say = (line: string) => process.stdout.write(`${line}\n`);
+
+/** Resolves once on the first SIGINT or SIGTERM. */
+function interrupted(): Promise<string> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', () => resolve('SIGINT'));
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+  });
+}
+
+function printStackInfo(stack: Stack): void {
+  say(`Temporal: ${stack.temporalAddress}${stack.uiUrl ? `  (Web UI: ${stack.uiUrl})` : ''}`);
+  say(`gateway:  ${stack.gatewayUrl}`);
+  say(`engines:  ${stack.engines.map((e) => `${e.name}=${e.url}`).join(', ')}`);
+  say(`data:     ${stack.config.dataDir}`);
+}
+
+/** A progress line, rewritten in place on a terminal. */
+function progressPrinter(): (line: string) => void {
+  let last = '';
+  return (line) => {
+    if (line === last) return;
+    last = line;
+    if (process.stdout.isTTY) process.stdout.write(`\r\x1b[2K${line}`);
+    else say(line);
+  };
+}
+
+async function runBatchOnStack(stack: Stack, args: ParsedArgs, defaults: { tasks: string; n: number }): Promise<BatchManifest> {
+  const input = await buildBatchInput(stack.config, {
+    batchId: args.id,
+    tasks: args.tasks ?? defaults.tasks,
+    n: args.n ?? defaults.n,
+    agent: args.agent ?? stack.config.agent.name,
+  });
+  say(`starting batch ${input.batchId}: ${input.taskIds.length} tasks x ${input.n} samples, agent ${input.agentName}`);
+  const handle = await startBatch(stack.client, stack.config, input);
+  const print = progressPrinter();
+  const manifest = await followBatch(handle, (p) => print(formatProgress(p)));
+  if (process.stdout.isTTY) process.stdout.write('\n');
+  const episodes = stack.store.listEpisodes(input.batchId).map((e) => ({ taskId: e.taskId, turns: e.numTurns, reward: e.reward }));
+  say(formatSummary(manifest, episodes));
+  return manifest;
+}
+
+/** Stops an interrupted batch: terminating it terminates its episodes too (parent close policy). */
+async function abandonBatch(stack: Stack, batchId: string): Promise<void> {
+  try {
+    await stack.client.workflow.getHandle(batchId).terminate('interrupted from the command line');
+  } catch (error) {
+    if (!(error instanceof WorkflowNotFoundError)) throw error;
+  }
+}
+
+async function demo(config: Config, args: ParsedArgs): Promise<void> {
+  const stack = await startStack(config, { log: say });
+  printStackInfo(stack);
+  const batchId = args.id ?? `demo-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  const outcome = await Promise.race([
+    runBatchOnStack(stack, { ...args, id: batchId }, { tasks: config.batch.tasks, n: args.n ?? 4 }).then(() => 'done'),
+    interrupted(),
+  ]);
+  if (outcome !== 'done') {
+    say(`\n${outcome}: stopping batch ${batchId} and the stack`);
+    await abandonBatch(stack, batchId);
+  } else if (stack.uiUrl) {
+    say(`Temporal UI: ${stack.uiUrl}/namespaces/${config.temporal.namespace}/workflows?query=${encodeURIComponent(`BatchId="${batchId}"`)}`);
+  }
+  await stack.stop();
+}
+
+async function dev(config: Config): Promise<void> {
+  const stack = await startStack(config, { log: say });
+  printStackInfo(stack);
+  say('ready; start batches with `npx rollout batch start --tasks builtin --n 4`; Ctrl-C stops');
+  await interrupted();
+  say('stopping');
+  await stack.stop();
+}
+
+async function worker(config: Config): Promise<void> {
+  const w = await startStandaloneWorker(config);
+  say(`worker joined ${config.temporal.address} (gateway ${config.gateway.url})`);
+  await interrupted();
+  await w.stop();
+}
+
+async function connectClient(config: Config): Promise<{ client: Client; close(): Promise<void> }> {
+  const address = config.temporal.address ?? `127.0.0.1:${config.temporal.devServer.port}`;
+  const connection = await Connection.connect({ address, connectTimeout: 5_000 }).catch((error: unknown) => {
+    throw new ConfigError(`cannot reach Temporal at ${address} (is \`npx rollout dev\` running?): ${(error as Error).message}`);
+  });
+  return { client: new Client({ connection, namespace: config.temporal.namespace }), close: () => connection.close() };
+}
+
+async function batch(config: Config, args: ParsedArgs): Promise<void> {
+  const [, sub, id] = args.positionals;
+  // Validate the tasks before touching Temporal: bad input fails fast and starts nothing.
+  const input =
+    sub === 'start'
+      ? await buildBatchInput(config, {
+          batchId: args.id,
+          tasks: args.tasks ?? config.batch.tasks,
+          n: args.n ?? config.batch.n,
+          agent: args.agent ?? config.agent.name,
+        })
+      : undefined;
+  const { client, close } = await connectClient(config);
+  try {
+    switch (sub) {
+      case 'start': {
+        if (!input) throw new UsageError('batch start needs --tasks');
+        const handle = await startBatch(client, config, input);
+        say(`started batch ${input.batchId} (${input.taskIds.length} tasks x ${input.n})`);
+        if (args.wait) {
+          const print = progressPrinter();
+          const manifest = await followBatch(handle, (p) => print(formatProgress(p)));
+          if (process.stdout.isTTY) process.stdout.write('\n');
+          say(JSON.stringify(manifest, null, 2));
+        }
+        return;
+      }
+      case 'status': {
+        if (!id) throw new UsageError('batch status needs a batch id');
+        const handle = client.workflow.getHandle(id);
+        const description = await handle.describe();
+        if (description.status.name === 'RUNNING') say(formatProgress(await handle.query(progressQuery)));
+        else if (description.status.name === 'COMPLETED') say(JSON.stringify(await handle.result(), null, 2));
+        else say(`batch ${id}: ${description.status.name}`);
+        return;
+      }
+      case 'export': {
+        if (!id) throw new UsageError('batch export needs a batch id');
+        if (!args.out) throw new UsageError('batch export needs --out FILE');
+        const manifest = (await client.workflow.getHandle(id).result()) as BatchManifest;
+        const groups = new Set(manifest.groups.filter((g) => g.status === 'finished').map((g) => g.group_id));
+        const store = TrajectoryStore.open(dataPaths(config.dataDir).store);
+        try {
+          const rows = store
+            .listEpisodes(id)
+            .filter((e) => groups.has(e.groupId) && e.outcome === 'ok' && e.sessionId)
+            .flatMap((e) => assembleEpisode(e, store.loadTurns(e.sessionId!)));
+          const file = await writeArrowStream(path.resolve(args.out), rows);
+          say(`wrote ${file.rows} trajectories to ${file.uri} (sha256 ${file.sha256})`);
+        } finally {
+          store.close();
+        }
+        return;
+      }
+      default:
+        throw new UsageError(`unknown batch command ${JSON.stringify(sub ?? '')}; use start, status or export`);
+    }
+  } finally {
+    await close();
+  }
+}
+
+async function main(argv: string[]): Promise<void> {
+  const args = parseCliArgs(argv);
+  const command = args.positionals[0];
+  if (!command || command === 'help' || args.help) {
+    say(USAGE);
+    return;
+  }
+  const config = await loadConfig(args.config, args.overrides);
+  switch (command) {
+    case 'demo':
+      return demo(config, args);
+    case 'dev':
+      return dev(config);
+    case 'worker':
+      return worker(config);
+    case 'batch':
+      return batch(config, args);
+    default:
+      throw new UsageError(`unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
+  }
+}
+
+const EXPECTED = [UsageError, ConfigError, TaskLoadError, BatchRequestError, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError];
+
+main(process.argv.slice(2)).then(
+  () => process.exit(0),
+  (error: unknown) => {
+    if (EXPECTED.some((cls) => error instanceof cls)) {
+      process.stderr.write(`rollout: ${(error as Error).message}\n`);
+      process.exit(2);
+    }
+    process.stderr.write(`rollout: ${(error as Error).stack ?? String(error)}\n`);
+    process.exit(1);
+  },
+);

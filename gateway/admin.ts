@@ -1,0 +1,67 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { SessionManager } from './session/session-manager.js';
+
+const OpenSessionBody = z.object({
+  sessionId: z.string().min(1),
+  episodeId: z.string().min(1),
+  attempt: z.number().int().nonnegative(),
+  info: z.object({
+    batchId: z.string(),
+    taskId: z.string(),
+    groupId: z.string(),
+    episodeIndex: z.number().int().nonnegative(),
+    agentName: z.string(),
+    homeInstance: z.string(),
+    budgets: z.object({
+      maxTurns: z.number().int().positive(),
+      maxContextTokens: z.number().int().positive(),
+      maxWallTimeMs: z.number().int().positive(),
+    }),
+    sampling: z.object({
+      temperature: z.number().min(0).max(2),
+      topP: z.number().gt(0).max(1),
+      maxTokens: z.number().int().positive(),
+    }),
+  }),
+});
+export type OpenSessionBody = z.infer<typeof OpenSessionBody>;
+
+const CloseSessionBody = z.object({ reason: z.string().min(1) });
+
+function sameSecret(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/**
+ * Control routes for the episode's activities (open and close sessions), behind an admin token
+ * that agents never see.
+ */
+export function registerAdminRoutes(app: FastifyInstance, deps: { sessions: SessionManager; adminToken: string; instances: () => string[] }): void {
+  app.register(async (admin) => {
+    admin.addHook('onRequest', async (request, reply) => {
+      const auth = request.headers.authorization ?? '';
+      if (!sameSecret(auth, `Bearer ${deps.adminToken}`)) {
+        return reply.code(401).send({ error: { message: 'admin token required', type: 'authentication_error' } });
+      }
+    });
+    admin.post('/admin/v1/sessions', async (request, reply) => {
+      const body = OpenSessionBody.safeParse(request.body);
+      if (!body.success) return reply.code(400).send({ error: { message: z.prettifyError(body.error), type: 'invalid_request_error' } });
+      if (!deps.instances().includes(body.data.info.homeInstance)) {
+        return reply.code(400).send({ error: { message: `unknown engine instance ${body.data.info.homeInstance}`, type: 'invalid_request_error' } });
+      }
+      return deps.sessions.open(body.data);
+    });
+    admin.post('/admin/v1/sessions/:id/close', async (request, reply) => {
+      const body = CloseSessionBody.safeParse(request.body);
+      if (!body.success) return reply.code(400).send({ error: { message: z.prettifyError(body.error), type: 'invalid_request_error' } });
+      const summary = deps.sessions.close((request.params as { id: string }).id, body.data.reason);
+      if (!summary) return reply.code(404).send({ error: { message: 'no such session', type: 'not_found_error' } });
+      return summary;
+    });
+  });
+}

@@ -1,0 +1,39 @@
+/** A generation request with token ids in and token ids out. */
+export interface GenerateRequest {
+  promptIds: number[];
+  maxTokens: number;
+  temperature: number;
+  topP: number;
+  /** Aborts the engine request (client disconnected, budget hit). */
+  signal?: AbortSignal;
+  /** Called as tokens arrive, for streaming to the client. */
+  onTokens?: (ids: number[], logprobs: number[]) => void;
+}
+
+export interface GenerateResult {
+  /** Sampled ids exactly as the engine returned them, end-of-turn token included when sampled. */
+  ids: number[];
+  /** The engine's log-prob of each sampled id. */
+  logprobs: number[];
+  finishReason: 'stop' | 'length' | 'abort';
+  promptTokens: number;
+  cachedTokens: number;
+}
+
+/** One inference engine API (vLLM now; SGLang later). */
+export interface Backend {
+  readonly kind: 'vllm';
+  generate(request: GenerateRequest): Promise<GenerateResult>;
+}
+
+/** The engine answered with an error or could not be reached; the client may retry. */
+export class BackendError extends Error {
+  override name = 'BackendError';
+  constructor(
+    message: string,
+    readonly status: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}

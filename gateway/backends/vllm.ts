@@ -1,0 +1,99 @@
+import { z } from 'zod';
+import { BackendError, type Backend, type GenerateRequest, type GenerateResult } from './backend.js';
+import { readSseData } from './sse.js';
+
+const ChoiceSchema = z.object({
+  token_ids: z.array(z.number().int()).nullish(),
+  logprobs: z.object({ token_logprobs: z.array(z.number().nullable()) }).nullish(),
+  finish_reason: z.string().nullish(),
+});
+const UsageSchema = z.object({
+  prompt_tokens: z.number().int(),
+  completion_tokens: z.number().int(),
+  prompt_tokens_details: z.object({ cached_tokens: z.number().int().nullish() }).nullish(),
+});
+const CompletionSchema = z.object({
+  choices: z.array(ChoiceSchema),
+  usage: UsageSchema.nullish(),
+});
+
+export interface VllmBackendOptions {
+  /** Base URL of the engine, e.g. `http://127.0.0.1:8000`. */
+  url: string;
+  /** Served model name. */
+  model: string;
+}
+
+/**
+ * vLLM's OpenAI-compatible `/v1/completions` with a token-id prompt and `return_token_ids`, always
+ * streamed so tokens reach the client as they are produced and a disconnect aborts the request.
+ */
+export class VllmBackend implements Backend {
+  readonly kind = 'vllm' as const;
+  constructor(private readonly options: VllmBackendOptions) {}
+
+  async generate(request: GenerateRequest): Promise<GenerateResult> {
+    let response: Response;
+    try {
+      response = await fetch(`${this.options.url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        signal: request.signal,
+        body: JSON.stringify({
+          model: this.options.model,
+          prompt: request.promptIds,
+          max_tokens: request.maxTokens,
+          temperature: request.temperature,
+          top_p: request.topP,
+          logprobs: 0,
+          return_token_ids: true,
+          skip_special_tokens: false,
+          stream: true,
+          stream_options: { include_usage: true },
+        }),
+      });
+    } catch (error) {
+      if (request.signal?.aborted) return aborted(request);
+      throw new BackendError(`engine ${this.options.url} unreachable`, 503, { cause: error });
+    }
+    if (!response.ok || !response.body) {
+      throw new BackendError(`engine ${this.options.url} answered ${response.status}: ${await response.text()}`, 502);
+    }
+    const ids: number[] = [];
+    const logprobs: number[] = [];
+    let finishReason: GenerateResult['finishReason'] = 'abort';
+    let promptTokens = request.promptIds.length;
+    let cachedTokens = 0;
+    try {
+      for await (const data of readSseData(response.body)) {
+        if (data === '[DONE]') break;
+        const chunk = CompletionSchema.parse(JSON.parse(data));
+        const choice = chunk.choices[0];
+        if (choice) {
+          const newIds = choice.token_ids ?? [];
+          const newLogprobs = (choice.logprobs?.token_logprobs ?? []).map((v) => v ?? 0);
+          if (newLogprobs.length !== newIds.length) {
+            throw new BackendError('engine returned token ids without matching log-probs', 502);
+          }
+          ids.push(...newIds);
+          logprobs.push(...newLogprobs);
+          if (newIds.length > 0) request.onTokens?.(newIds, newLogprobs);
+          if (choice.finish_reason) finishReason = choice.finish_reason === 'length' ? 'length' : 'stop';
+        }
+        if (chunk.usage) {
+          promptTokens = chunk.usage.prompt_tokens;
+          cachedTokens = chunk.usage.prompt_tokens_details?.cached_tokens ?? 0;
+        }
+      }
+    } catch (error) {
+      if (request.signal?.aborted) return { ids, logprobs, finishReason: 'abort', promptTokens, cachedTokens };
+      if (error instanceof BackendError) throw error;
+      throw new BackendError(`engine ${this.options.url} stream failed`, 502, { cause: error });
+    }
+    return { ids, logprobs, finishReason, promptTokens, cachedTokens };
+  }
+}
+
+function aborted(request: GenerateRequest): GenerateResult {
+  return { ids: [], logprobs: [], finishReason: 'abort', promptTokens: request.promptIds.length, cachedTokens: 0 };
+}

@@ -1,0 +1,48 @@
+import { Template } from '@huggingface/jinja';
+import type { ChatMessage, ToolSpec } from './messages.js';
+import type { ModelFiles } from './model-files.js';
+
+export class ChatTemplateError extends Error {
+  override name = 'ChatTemplateError';
+}
+
+/** Renders conversations with the model's own Jinja chat template. */
+export interface ChatTemplate {
+  render(messages: ChatMessage[], options: { tools?: ToolSpec[]; addGenerationPrompt: boolean }): string;
+  /** The end-of-turn token text the model samples, e.g. `<|im_end|>`. */
+  readonly endOfTurn: string;
+}
+
+export function createChatTemplate(files: ModelFiles, options: { enableThinking?: boolean } = {}): ChatTemplate {
+  const template = new Template(files.chatTemplate);
+  const eos = files.tokenizerConfig.eos_token;
+  const endOfTurn = typeof eos === 'string' ? eos : eos?.content;
+  if (!endOfTurn) throw new ChatTemplateError(`${files.dir}: tokenizer_config.json has no eos_token`);
+  return {
+    endOfTurn,
+    render(messages, { tools, addGenerationPrompt }) {
+      return template.render({
+        messages: messages.map(toTemplateMessage),
+        // The Qwen templates test `if tools`, so an empty list must be passed as absent.
+        tools: tools && tools.length > 0 ? tools : undefined,
+        add_generation_prompt: addGenerationPrompt,
+        enable_thinking: options.enableThinking ?? true,
+        eos_token: endOfTurn,
+        bos_token: '',
+      });
+    },
+  };
+}
+
+function toTemplateMessage(message: ChatMessage): Record<string, unknown> {
+  if (message.role !== 'assistant') return { ...message };
+  const out: Record<string, unknown> = { role: 'assistant', content: message.content };
+  if (message.reasoning_content !== undefined) out.reasoning_content = message.reasoning_content;
+  if (message.tool_calls && message.tool_calls.length > 0) {
+    out.tool_calls = message.tool_calls.map((c) => ({
+      type: 'function',
+      function: { name: c.name, arguments: c.arguments },
+    }));
+  }
+  return out;
+}

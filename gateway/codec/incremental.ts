@@ -1,0 +1,57 @@
+import type { ChatTemplate } from './chat-template.js';
+import { ChatTemplateError } from './chat-template.js';
+import type { ChatMessage, ToolSpec } from './messages.js';
+import type { TextTokenizer } from './tokenizer.js';
+
+/**
+ * Token-in-token-out encoding (gateway spec, "Incremental encoding, precisely"): the first turn of
+ * a chain renders the whole template; every later turn encodes only the appended messages and is
+ * appended to the stored tokens, which end with the end-of-turn token the model sampled.
+ */
+export interface IncrementalEncoder {
+  /** Token ids of a full render with the generation prompt. */
+  encodeFirst(messages: ChatMessage[], tools: ToolSpec[] | undefined): number[];
+  /**
+   * Token ids to append after a stored chain that ends with a sampled end-of-turn token: the turn
+   * separator, the new messages as the template renders them after a turn, the generation prompt.
+   */
+  encodeAppended(messages: ChatMessage[], tools: ToolSpec[] | undefined): number[];
+  /** Ids of the generation prompt, e.g. `<|im_start|>assistant\n`. */
+  readonly generationPrompt: number[];
+  /** Id of the end-of-turn token, e.g. `<|im_end|>`. */
+  readonly endOfTurnId: number;
+}
+
+const EMPTY_USER: ChatMessage = { role: 'user', content: '' };
+
+export function createIncrementalEncoder(template: ChatTemplate, tokenizer: TextTokenizer): IncrementalEncoder {
+  const probeBare = template.render([EMPTY_USER], { addGenerationPrompt: false });
+  const probeGen = template.render([EMPTY_USER], { addGenerationPrompt: true });
+  if (!probeGen.startsWith(probeBare)) {
+    throw new ChatTemplateError('the generation prompt is not appended after the conversation');
+  }
+  const generationPromptText = probeGen.slice(probeBare.length);
+  const eotAt = probeBare.lastIndexOf(template.endOfTurn);
+  if (eotAt < 0) throw new ChatTemplateError(`the template does not end turns with ${template.endOfTurn}`);
+  // What the template writes after the end-of-turn token and the model never samples (Qwen: "\n").
+  const separator = probeBare.slice(eotAt + template.endOfTurn.length);
+
+  return {
+    generationPrompt: tokenizer.encode(generationPromptText),
+    endOfTurnId: tokenizer.tokenId(template.endOfTurn),
+    encodeFirst(messages, tools) {
+      return tokenizer.encode(template.render(messages, { tools, addGenerationPrompt: true }));
+    },
+    encodeAppended(messages, tools) {
+      // Render the same tool header in both, so cutting the base off leaves only the new turns.
+      const base = template
+        .render([EMPTY_USER], { tools, addGenerationPrompt: false })
+        .slice(0, -separator.length || undefined);
+      const full = template.render([EMPTY_USER, ...messages], { tools, addGenerationPrompt: true });
+      if (!full.startsWith(base)) {
+        throw new ChatTemplateError('appended messages changed how earlier turns render');
+      }
+      return tokenizer.encode(full.slice(base.length));
+    },
+  };
+}

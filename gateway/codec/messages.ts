@@ -1,0 +1,50 @@
+/**
+ * The protocol-neutral conversation the codec renders. Every protocol lowers its request to this
+ * shape; the chat template sees exactly these fields.
+ */
+export interface ToolCall {
+  name: string;
+  /** Parsed arguments; the template serialises them as the model was trained to see them. */
+  arguments: Record<string, unknown>;
+}
+
+export type ChatMessage =
+  | { role: 'system' | 'user'; content: string }
+  | { role: 'assistant'; content: string; reasoning_content?: string; tool_calls?: ToolCall[] }
+  | { role: 'tool'; content: string; tool_call_id?: string };
+
+/** A tool as the template renders it (OpenAI function-tool shape). */
+export interface ToolSpec {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown> };
+}
+
+/**
+ * A stable string for comparing histories: clients re-send history with different ids, content
+ * forms and reasoning echoes, so only what the model saw as text and call arguments counts.
+ */
+export function canonicalKey(message: ChatMessage): string {
+  switch (message.role) {
+    case 'assistant':
+      return JSON.stringify([
+        'assistant',
+        message.content.trim(),
+        (message.tool_calls ?? []).map((c) => [c.name, sortKeys(c.arguments)]),
+      ]);
+    case 'tool':
+      return JSON.stringify(['tool', message.content]);
+    default:
+      return JSON.stringify([message.role, message.content]);
+  }
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) =>
+      a < b ? -1 : a > b ? 1 : 0,
+    );
+    return Object.fromEntries(entries.map(([k, v]) => [k, sortKeys(v)]));
+  }
+  return value;
+}

@@ -1,0 +1,208 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { z } from 'zod';
+import type { ChatMessage, ToolSpec } from '../codec/index.js';
+import { StreamSplitter } from '../codec/stream-splitter.js';
+import { disconnectSignal, sessionKeyOf } from '../auth.js';
+import { GatewayError, InvalidRequestError, UnknownSessionError } from '../session/errors.js';
+import type { AssistantMessage, TurnResult } from '../session/turn-runner.js';
+import { runTurn } from '../session/turn-runner.js';
+import type { GatewayDeps } from '../deps.js';
+
+const TextPart = z.object({ type: z.string(), text: z.string().optional() }).passthrough();
+const Content = z.union([z.string(), z.array(TextPart), z.null()]).optional();
+const ToolCallIn = z
+  .object({
+    id: z.string().optional(),
+    type: z.literal('function').optional(),
+    function: z.object({ name: z.string(), arguments: z.string() }).passthrough(),
+  })
+  .passthrough();
+const MessageIn = z.discriminatedUnion('role', [
+  z.object({ role: z.enum(['system', 'developer', 'user']), content: Content }).passthrough(),
+  z
+    .object({
+      role: z.literal('assistant'),
+      content: Content,
+      reasoning_content: z.string().nullish(),
+      tool_calls: z.array(ToolCallIn).nullish(),
+    })
+    .passthrough(),
+  z.object({ role: z.literal('tool'), content: Content, tool_call_id: z.string().optional() }).passthrough(),
+]);
+const ToolIn = z
+  .object({
+    type: z.literal('function'),
+    function: z
+      .object({ name: z.string().min(1), description: z.string().optional(), parameters: z.record(z.string(), z.unknown()).optional() })
+      .passthrough(),
+  })
+  .passthrough();
+
+/** OpenAI Chat Completions request: lenient on extra fields, strict on what shapes the tokens. */
+export const ChatCompletionRequest = z
+  .object({
+    model: z.string().optional(),
+    messages: z.array(MessageIn).min(1),
+    tools: z.array(ToolIn).optional(),
+    tool_choice: z.unknown().optional(),
+    max_tokens: z.number().int().positive().nullish(),
+    max_completion_tokens: z.number().int().positive().nullish(),
+    temperature: z.number().min(0).max(2).nullish(),
+    top_p: z.number().gt(0).max(1).nullish(),
+    n: z.literal(1, { message: 'only n = 1 is supported' }).nullish(),
+    stream: z.boolean().nullish(),
+    stream_options: z.object({ include_usage: z.boolean().optional() }).passthrough().nullish(),
+  })
+  .passthrough();
+type ChatCompletionRequest = z.infer<typeof ChatCompletionRequest>;
+
+function textOf(content: z.infer<typeof Content>): string {
+  if (content == null) return '';
+  if (typeof content === 'string') return content;
+  return content.map((part) => part.text ?? '').join('');
+}
+
+/** Lowers a request to the codec's messages; tool-call arguments must be JSON objects. */
+export function lowerChatRequest(body: ChatCompletionRequest): { messages: ChatMessage[]; tools: ToolSpec[] | undefined } {
+  const messages = body.messages.map((m, i): ChatMessage => {
+    switch (m.role) {
+      case 'assistant': {
+        const out: ChatMessage = { role: 'assistant', content: textOf(m.content) };
+        if (m.reasoning_content) out.reasoning_content = m.reasoning_content;
+        if (m.tool_calls && m.tool_calls.length > 0) {
+          out.tool_calls = m.tool_calls.map((c, j) => ({ name: c.function.name, arguments: parseArguments(c.function.arguments, i, j) }));
+        }
+        return out;
+      }
+      case 'tool':
+        return { role: 'tool', content: textOf(m.content), tool_call_id: m.tool_call_id };
+      case 'developer':
+        return { role: 'system', content: textOf(m.content) };
+      default:
+        return { role: m.role, content: textOf(m.content) };
+    }
+  });
+  const tools = body.tools?.map((t): ToolSpec => ({ type: 'function', function: t.function }));
+  return { messages, tools };
+}
+
+function parseArguments(json: string, message: number, call: number): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(json || '{}');
+    if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+  } catch {
+    // reported below
+  }
+  throw new InvalidRequestError(`messages[${message}].tool_calls[${call}].function.arguments is not a JSON object`);
+}
+
+function openAiError(reply: FastifyReply, error: GatewayError): FastifyReply {
+  return reply.code(error.status).send({ error: { message: error.message, type: error.type, param: null, code: null } });
+}
+
+const newId = (prefix: string) => `${prefix}${randomBytes(12).toString('hex')}`;
+
+function toolCallsOut(reply: AssistantMessage) {
+  return reply.tool_calls?.map((c) => ({ id: newId('call_'), type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
+}
+
+function budgetMessage(result: Extract<TurnResult, { kind: 'budget' }>): string {
+  return `[agent-rollout: the session's ${result.reason} budget is exhausted]`;
+}
+
+function usageOut(usage: { promptTokens: number; completionTokens: number; cachedTokens: number }) {
+  return {
+    prompt_tokens: usage.promptTokens,
+    completion_tokens: usage.completionTokens,
+    total_tokens: usage.promptTokens + usage.completionTokens,
+    prompt_tokens_details: { cached_tokens: usage.cachedTokens },
+  };
+}
+
+/** `POST /v1/chat/completions`, streaming and not. */
+export function registerChatCompletions(app: FastifyInstance, deps: GatewayDeps): void {
+  app.post('/v1/chat/completions', async (request, reply) => {
+    const parsedBody = ChatCompletionRequest.safeParse(request.body);
+    if (!parsedBody.success) return openAiError(reply, new InvalidRequestError(z.prettifyError(parsedBody.error)));
+    const body = parsedBody.data;
+    const key = sessionKeyOf(request);
+    if (!key) return openAiError(reply, new UnknownSessionError());
+    let lowered: ReturnType<typeof lowerChatRequest>;
+    let session;
+    try {
+      session = deps.sessions.get(key);
+      lowered = lowerChatRequest(body);
+    } catch (error) {
+      if (error instanceof GatewayError) return openAiError(reply, error);
+      throw error;
+    }
+    const id = newId('chatcmpl-');
+    const created = Math.floor(Date.now() / 1000);
+    const model = body.model ?? deps.modelName;
+    const signal = disconnectSignal(reply);
+    const turn = {
+      ...lowered,
+      maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined,
+      temperature: body.temperature ?? undefined,
+      topP: body.top_p ?? undefined,
+      signal,
+    };
+
+    if (!body.stream) {
+      const result = await runTurn(deps.turns, session, turn);
+      if (result.kind === 'aborted') return reply;
+      const message =
+        result.kind === 'budget'
+          ? { role: 'assistant', content: budgetMessage(result) }
+          : {
+              role: 'assistant',
+              content: result.reply.content || (result.reply.tool_calls ? null : ''),
+              reasoning_content: result.reply.reasoning_content ?? null,
+              tool_calls: toolCallsOut(result.reply),
+            };
+      return reply.send({
+        id,
+        object: 'chat.completion',
+        created,
+        model,
+        choices: [{ index: 0, message, finish_reason: result.kind === 'budget' ? 'length' : result.finishReason }],
+        usage: usageOut(result.usage),
+      });
+    }
+
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    const send = (delta: object, finishReason: string | null = null) =>
+      res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`);
+    send({ role: 'assistant', content: '' });
+    const splitter = new StreamSplitter(deps.turns.codec.tokenizer, deps.turns.codec.encoder.endOfTurnId);
+    try {
+      const result = await runTurn(deps.turns, session, {
+        ...turn,
+        onTokens: (ids) => {
+          const d = splitter.push(ids);
+          if (d.reasoning) send({ reasoning_content: d.reasoning });
+          if (d.content) send({ content: d.content });
+        },
+      });
+      if (result.kind === 'aborted') return;
+      if (result.kind === 'budget') send({ content: budgetMessage(result) }, 'length');
+      else {
+        const calls = toolCallsOut(result.reply) ?? [];
+        calls.forEach((c, index) => send({ tool_calls: [{ index, ...c }] }));
+        send({}, result.finishReason);
+      }
+      if (body.stream_options?.include_usage) {
+        res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: usageOut(result.usage) })}\n\n`);
+      }
+      res.write('data: [DONE]\n\n');
+    } catch (error) {
+      const e = error instanceof GatewayError ? error : new GatewayError(String(error), 502, 'server_error');
+      res.write(`data: ${JSON.stringify({ error: { message: e.message, type: e.type, param: null, code: null } })}\n\n`);
+    } finally {
+      res.end();
+    }
+  });
+}

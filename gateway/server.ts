@@ -1,0 +1,76 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { TrajectoryStore } from '../trajectory/index.js';
+import { registerAdminRoutes } from './admin.js';
+import { BackendError, type Backend } from './backends/backend.js';
+import { VllmBackend } from './backends/vllm.js';
+import type { Codec } from './codec/index.js';
+import type { GatewayDeps } from './deps.js';
+import { registerChatCompletions } from './protocols/openai-chat.js';
+import { GatewayError } from './session/errors.js';
+import { SessionManager } from './session/session-manager.js';
+
+/** An inference engine the gateway can send a session to. */
+export interface EngineInstance {
+  name: string;
+  kind: 'vllm';
+  url: string;
+}
+
+export interface GatewayOptions {
+  codec: Codec;
+  store: TrajectoryStore;
+  engines: EngineInstance[];
+  /** Model name the engines serve. */
+  modelName: string;
+  /** Bearer token for the admin routes. */
+  adminToken: string;
+  /** Log requests (pino). Default false. */
+  logger?: boolean;
+}
+
+/** Protocol routes, mounted at the root and under `/s/<key>` for clients that cannot set a key. */
+function protocolRoutes(deps: GatewayDeps) {
+  return async (app: FastifyInstance) => {
+    registerChatCompletions(app, deps);
+    app.get('/v1/models', async () => ({
+      object: 'list',
+      data: [{ id: deps.modelName, object: 'model', created: 0, owned_by: 'agent-rollout' }],
+    }));
+  };
+}
+
+export async function buildGateway(options: GatewayOptions): Promise<FastifyInstance> {
+  const backends = new Map<string, Backend>(
+    options.engines.map((e) => [e.name, new VllmBackend({ url: e.url, model: options.modelName })]),
+  );
+  const sessions = new SessionManager(options.store);
+  const deps: GatewayDeps = {
+    sessions,
+    modelName: options.modelName,
+    turns: {
+      codec: options.codec,
+      store: options.store,
+      policyVersion: () => 0,
+      backendFor(instance) {
+        const backend = backends.get(instance);
+        if (!backend) throw new GatewayError(`engine instance ${instance} is not configured`, 503, 'server_error');
+        return backend;
+      },
+    },
+  };
+  const app = Fastify({ logger: options.logger ?? false, bodyLimit: 64 * 1024 * 1024 });
+  app.setErrorHandler((error, _request, reply) => {
+    if (error instanceof GatewayError || error instanceof BackendError) {
+      const type = error instanceof GatewayError ? error.type : 'server_error';
+      return reply.code(error.status).send({ error: { message: error.message, type, param: null, code: null } });
+    }
+    const status = (error as { statusCode?: number }).statusCode ?? 500;
+    return reply.code(status).send({ error: { message: (error as Error).message, type: status < 500 ? 'invalid_request_error' : 'server_error', param: null, code: null } });
+  });
+  app.head('/', async (_request, reply) => reply.code(200).send());
+  app.get('/health', async () => ({ status: 'ok', sessions: 'ready' }));
+  await app.register(protocolRoutes(deps));
+  await app.register(protocolRoutes(deps), { prefix: '/s/:key' });
+  registerAdminRoutes(app, { sessions, adminToken: options.adminToken, instances: () => [...backends.keys()] });
+  return app;
+}

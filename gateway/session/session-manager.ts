@@ -1,0 +1,67 @@
+import { randomBytes } from 'node:crypto';
+import type { SessionInfo, TrajectoryStore } from '../../trajectory/index.js';
+import { UnknownSessionError } from './errors.js';
+import { GatewaySession } from './session.js';
+
+/** What closing a session reports back to the episode (small: it travels in Temporal payloads). */
+export interface SessionSummary {
+  sessionId: string;
+  chains: number;
+  turns: number;
+  toolCalls: number;
+  rollbacks: number;
+  /** Tokens of all chains: prompt and sampled. */
+  tokens: number;
+  sampledTokens: number;
+  terminationReason: string | undefined;
+}
+
+/**
+ * Sessions by key. Live state is kept in memory and rebuilt from the store on first use after a
+ * gateway restart, since every committed turn is written through.
+ */
+export class SessionManager {
+  private readonly live = new Map<string, GatewaySession>();
+
+  constructor(private readonly store: TrajectoryStore) {}
+
+  /** Idempotent by session id: a retried open returns the first key. */
+  open(input: { sessionId: string; episodeId: string; attempt: number; info: SessionInfo }): { sessionId: string; key: string } {
+    const record = this.store.createSession({ ...input, key: `sk-${randomBytes(24).toString('hex')}` });
+    return { sessionId: record.sessionId, key: record.key };
+  }
+
+  /** The open session for a key; throws for unknown or closed keys. */
+  get(key: string): GatewaySession {
+    const cached = this.live.get(key);
+    if (cached) return cached;
+    const record = this.store.getSessionByKey(key);
+    if (!record || record.status !== 'open') throw new UnknownSessionError();
+    const session = GatewaySession.restore(record, this.store.loadTurns(record.sessionId));
+    this.live.set(key, session);
+    return session;
+  }
+
+  close(sessionId: string, reason: string): SessionSummary | undefined {
+    const record = this.store.getSession(sessionId);
+    if (!record) return undefined;
+    const session = this.live.get(record.key) ?? GatewaySession.restore(record, this.store.loadTurns(sessionId));
+    this.store.closeSession(sessionId, session.terminationReason ?? reason);
+    this.live.delete(record.key);
+    const tokens = session.chains.reduce((sum, c) => sum + c.tokens.length, 0);
+    const sampledTokens = this.store
+      .loadTurns(sessionId)
+      .filter((t) => !t.rolledBack)
+      .reduce((sum, t) => sum + t.sampled.length, 0);
+    return {
+      sessionId,
+      chains: session.chains.filter((c) => c.turns.length > 0).length,
+      turns: session.liveTurns,
+      toolCalls: session.toolCalls,
+      rollbacks: session.rollbacks,
+      tokens,
+      sampledTokens,
+      terminationReason: session.terminationReason,
+    };
+  }
+}

@@ -1,0 +1,56 @@
+import type { ToolSpec } from '../codec/index.js';
+import type { SessionRecord, StoredTurn } from '../../trajectory/index.js';
+import { Chain, toolsKeyOf } from './chain.js';
+import { Mutex } from './mutex.js';
+
+/** A session's live state: its chains and budget counters. */
+export class GatewaySession {
+  readonly chains: Chain[] = [];
+  readonly lock = new Mutex();
+  /** Committed turns minus rolled-back ones, over all chains. */
+  liveTurns = 0;
+  toolCalls = 0;
+  rollbacks = 0;
+  /** The first budget that ended the session, if any. */
+  terminationReason: string | undefined;
+
+  constructor(readonly record: SessionRecord) {}
+
+  newChain(tools: ToolSpec[] | undefined): Chain {
+    const chain = new Chain(this.chains.length, tools, toolsKeyOf(tools));
+    this.chains.push(chain);
+    return chain;
+  }
+
+  /** Rebuilds chains from the store after a gateway restart. */
+  static restore(record: SessionRecord, turns: StoredTurn[]): GatewaySession {
+    const session = new GatewaySession(record);
+    for (const turn of turns) {
+      let chain = session.chains[turn.chainIndex];
+      if (!chain) {
+        const tools = turn.toolsJson ? (JSON.parse(turn.toolsJson) as ToolSpec[]) : undefined;
+        chain = new Chain(turn.chainIndex, tools, toolsKeyOf(tools));
+        session.chains[turn.chainIndex] = chain;
+      }
+      if (turn.rolledBack) {
+        session.rollbacks += 1;
+        chain.nextSeq = turn.seq + 1;
+        continue;
+      }
+      chain.nextSeq = turn.seq;
+      const reply = JSON.parse(turn.replyJson);
+      chain.commit({
+        baseTokens: chain.tokens.length,
+        baseHistory: chain.history.length,
+        appended: JSON.parse(turn.messagesJson),
+        delta: turn.promptDelta,
+        sampled: turn.sampled,
+        reply,
+        rolledBack: false,
+      });
+      session.liveTurns += 1;
+      session.toolCalls += reply.tool_calls?.length ?? 0;
+    }
+    return session;
+  }
+}

@@ -1,0 +1,346 @@
+/**
+ * The local sandbox provider: one bubblewrap invocation per exec over a per-sandbox directory.
+ *
+ * Host layout: `<rootDir>/<id>/{workspace/, tmp/, meta.json}`. Every exec runs in fresh
+ * namespaces (no network but loopback, own pids, no capabilities, no further user namespaces)
+ * over the host root read-only, with `rootDir` and the hidden paths masked, the sandbox's
+ * workspace at `/workspace` and its own `tmp/` at `/tmp` (also `HOME`, so state such as agent
+ * config survives from one exec to the next). See `mounts.ts` and `process.ts`.
+ */
+import { execFile } from 'node:child_process';
+import { mkdir, readdir, realpath, rm, stat } from 'node:fs/promises';
+import { join, posix, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import {
+  InvalidSandboxSpecError,
+  ProviderUnavailableError,
+  SandboxGoneError,
+  SandboxQuotaError,
+  type Command,
+  type ExecOptions,
+  type ExecResult,
+  type SandboxInfo,
+  type SandboxProvider,
+  type SandboxSpec,
+  type SandboxState,
+} from './provider.js';
+import { readFileViaExec, writeFileViaExec } from './files.js';
+import { checkSandboxPath, mountArgs, WORKSPACE } from './mounts.js';
+import { infoOf, isSandboxId, readMeta, sandboxId, writeMeta, type SandboxMeta } from './meta.js';
+import { runInBwrap, type RunningCommand } from './process.js';
+
+const execFileAsync = promisify(execFile);
+
+export interface BubblewrapProviderOptions {
+  /** Host directory holding one subdirectory per sandbox; created when missing. Required. */
+  rootDir: string;
+  /**
+   * Host paths hidden behind an empty tmpfs (or `/dev/null` for a file) in every sandbox, e.g. the
+   * data dir and the task pack. `rootDir` is always hidden. Default: none.
+   */
+  hiddenPaths?: string[];
+  /** TTL of a sandbox whose spec gives none. Default 1 hour. */
+  defaultTtlMs?: number;
+  /** Most sandbox directories on this host (live, expired but not yet swept, half-made). Default 1000. */
+  maxSandboxes?: number;
+  /**
+   * How old a half-made sandbox (no meta.json) must be before `sweepExpired` removes it, so a
+   * janitor in another process does not remove a create still in flight. Default 10 minutes.
+   */
+  halfMadeGraceMs?: number;
+  /** The bubblewrap binary. Default `bwrap` from PATH. */
+  bwrapPath?: string;
+}
+
+const HOUR_MS = 60 * 60 * 1000;
+const DEFAULT_EXEC_TIMEOUT_MS = 60_000;
+const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
+const SANDBOX_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** Fixed identity and date so the base commit depends only on the files. */
+const GIT_ENV: Record<string, string> = {
+  PATH: process.env.PATH ?? SANDBOX_PATH,
+  HOME: '/nonexistent',
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_AUTHOR_NAME: 'agent-rollout',
+  GIT_AUTHOR_EMAIL: 'agent-rollout@localhost',
+  GIT_AUTHOR_DATE: '2000-01-01T00:00:00+0000',
+  GIT_COMMITTER_NAME: 'agent-rollout',
+  GIT_COMMITTER_EMAIL: 'agent-rollout@localhost',
+  GIT_COMMITTER_DATE: '2000-01-01T00:00:00+0000',
+};
+
+/** Empty template: no sample hooks; no reflog: nothing but the one commit to look at. */
+const GIT_INIT_SCRIPT = `set -e
+git -c core.logAllRefUpdates=false init -q --template= -b main
+git -c core.logAllRefUpdates=false add -A
+git -c core.logAllRefUpdates=false commit -q --allow-empty --no-verify --no-gpg-sign -m base`;
+
+/** Namespaces and privileges, identical for every exec. */
+const ISOLATION_ARGS = [
+  '--unshare-all', // includes the network: only a private loopback remains
+  '--unshare-user', // explicit, so --disable-userns is accepted
+  '--disable-userns',
+  '--cap-drop',
+  'ALL',
+  '--die-with-parent',
+  '--new-session',
+  '--chdir',
+  WORKSPACE,
+  '--clearenv',
+];
+
+export class BubblewrapProvider implements SandboxProvider {
+  readonly name = 'bubblewrap';
+  private readonly rootDir: string;
+  private readonly hiddenPaths: string[];
+  private readonly defaultTtlMs: number;
+  private readonly maxSandboxes: number;
+  private readonly halfMadeGraceMs: number;
+  private readonly bwrapPath: string;
+  /** Creates in flight in this process, by id: a concurrent retry joins the first. */
+  private readonly creating = new Map<string, Promise<SandboxInfo>>();
+  /** Commands running in this process, by sandbox id: destroy kills them. */
+  private readonly running = new Map<string, Set<RunningCommand>>();
+
+  constructor(options: BubblewrapProviderOptions) {
+    this.rootDir = resolve(options.rootDir);
+    this.hiddenPaths = (options.hiddenPaths ?? []).map((p) => resolve(p));
+    this.defaultTtlMs = options.defaultTtlMs ?? HOUR_MS;
+    this.maxSandboxes = options.maxSandboxes ?? 1000;
+    this.halfMadeGraceMs = options.halfMadeGraceMs ?? 10 * 60 * 1000;
+    this.bwrapPath = options.bwrapPath ?? 'bwrap';
+  }
+
+  async create(spec: SandboxSpec): Promise<SandboxInfo> {
+    if (!spec.idempotencyKey) throw new InvalidSandboxSpecError('idempotencyKey is required');
+    const id = sandboxId(spec.idempotencyKey);
+    const pending = this.creating.get(id);
+    if (pending) return pending;
+    const creation = this.createOnce(id, spec).finally(() => this.creating.delete(id));
+    this.creating.set(id, creation);
+    return creation;
+  }
+
+  async exec(id: string, command: Command, options: ExecOptions = {}): Promise<ExecResult> {
+    const meta = await this.liveMeta(id);
+    const argv = Array.isArray(command) ? command : ['/bin/sh', '-c', command.shell];
+    if (argv.length === 0) throw new InvalidSandboxSpecError('empty command');
+    const dir = this.dir(id);
+    const env: Record<string, string> = { PATH: SANDBOX_PATH, HOME: '/tmp', LANG: 'C.UTF-8', ...options.env };
+    const bwrapArgs = [
+      ...ISOLATION_ARGS,
+      ...Object.entries(env).flatMap(([k, v]) => ['--setenv', k, v]),
+      ...mountArgs({
+        workspaceHostDir: join(dir, 'workspace'),
+        tmpHostDir: join(dir, 'tmp'),
+        maskedPaths: await this.maskedPaths(),
+        readOnlyMounts: meta.readOnlyMounts,
+      }),
+    ];
+    const run = runInBwrap({
+      bwrapPath: this.bwrapPath,
+      bwrapArgs,
+      cwd: posix.resolve(WORKSPACE, options.cwd ?? WORKSPACE),
+      argv,
+      stdin: options.stdin,
+      timeoutMs: options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS,
+      maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
+    });
+    const runs = this.running.get(id) ?? new Set<RunningCommand>();
+    this.running.set(id, runs.add(run));
+    try {
+      const outcome = await run.done;
+      if (outcome.killed) throw new SandboxGoneError(id);
+      const { exitCode, timedOut, stdout, stderr, truncated, durationMs } = outcome;
+      return { exitCode, timedOut, stdout, stderr, truncated, durationMs };
+    } catch (err) {
+      // A sandbox removed while bwrap was starting makes bwrap fail: report the cause, not bwrap.
+      if (err instanceof ProviderUnavailableError && (await this.status(id)) === 'gone') {
+        throw new SandboxGoneError(id);
+      }
+      throw err;
+    } finally {
+      runs.delete(run);
+      if (runs.size === 0) this.running.delete(id);
+    }
+  }
+
+  async readFile(id: string, path: string): Promise<Buffer> {
+    return readFileViaExec(this, id, path);
+  }
+
+  async writeFile(id: string, path: string, data: Buffer | string): Promise<void> {
+    return writeFileViaExec(this, id, path, data);
+  }
+
+  async status(id: string): Promise<SandboxState> {
+    try {
+      await this.liveMeta(id);
+      return 'running';
+    } catch {
+      return 'gone';
+    }
+  }
+
+  async extendTtl(id: string, ms: number): Promise<void> {
+    const meta = await this.liveMeta(id);
+    await writeMeta(this.dir(id), { ...meta, expiresAt: Math.max(meta.expiresAt, Date.now() + ms) });
+  }
+
+  async destroy(id: string): Promise<void> {
+    if (!isSandboxId(id)) return;
+    await this.creating.get(id)?.catch(() => undefined);
+    await this.remove(id);
+  }
+
+  async list(labels: Record<string, string> = {}): Promise<SandboxInfo[]> {
+    const infos: SandboxInfo[] = [];
+    for (const id of await this.sandboxDirs()) {
+      const meta = await readMeta(this.dir(id));
+      if (meta && Object.entries(labels).every(([k, v]) => meta.labels[k] === v)) infos.push(infoOf(meta));
+    }
+    return infos;
+  }
+
+  /**
+   * The janitor's job: removes sandboxes whose TTL has passed at `now` and half-made ones older
+   * than `halfMadeGraceMs`, killing their running commands first. Returns the ids removed.
+   */
+  async sweepExpired(now: number = Date.now()): Promise<string[]> {
+    const removed: string[] = [];
+    for (const id of await this.sandboxDirs()) {
+      if (this.creating.has(id)) continue;
+      const meta = await readMeta(this.dir(id));
+      const expired = meta ? meta.expiresAt <= now : now - (await this.dirMtime(id)) >= this.halfMadeGraceMs;
+      if (expired) {
+        await this.remove(id);
+        removed.push(id);
+      }
+    }
+    return removed;
+  }
+
+  private dir(id: string): string {
+    return join(this.rootDir, id);
+  }
+
+  /** The sandbox's meta, or SandboxGoneError when it is missing, half-made or expired. */
+  private async liveMeta(id: string): Promise<SandboxMeta> {
+    const meta = isSandboxId(id) ? await readMeta(this.dir(id)) : undefined;
+    if (!meta || meta.expiresAt <= Date.now()) throw new SandboxGoneError(id);
+    return meta;
+  }
+
+  private async createOnce(id: string, spec: SandboxSpec): Promise<SandboxInfo> {
+    const workspaceDir = resolve(spec.workspaceDir);
+    const readOnlyMounts = await this.checkSpec(workspaceDir, spec);
+    const dir = this.dir(id);
+    const existing = await readMeta(dir);
+    if (existing && existing.expiresAt > Date.now()) {
+      if (existing.idempotencyKey !== spec.idempotencyKey) {
+        throw new InvalidSandboxSpecError(`sandbox id ${id} collides with key ${existing.idempotencyKey}`);
+      }
+      return infoOf(existing);
+    }
+    // Expired or half-made: what is there is of no use to this create.
+    await this.remove(id);
+    await this.checkQuota(id);
+    try {
+      await mkdir(join(dir, 'workspace'), { recursive: true });
+      await mkdir(join(dir, 'tmp'));
+      await execFileAsync('cp', ['-a', '--', `${workspaceDir}/.`, join(dir, 'workspace')]);
+      if (spec.initGitRepo ?? true) await this.initGitRepo(join(dir, 'workspace'));
+    } catch (err) {
+      await rm(dir, { recursive: true, force: true });
+      throw new ProviderUnavailableError(`cannot prepare sandbox ${id}: ${(err as Error).message}`, { cause: err });
+    }
+    const createdAt = Date.now();
+    const meta: SandboxMeta = {
+      version: 1,
+      id,
+      idempotencyKey: spec.idempotencyKey,
+      labels: { ...spec.labels },
+      createdAt,
+      expiresAt: createdAt + (spec.ttlMs ?? this.defaultTtlMs),
+      readOnlyMounts,
+    };
+    await writeMeta(dir, meta);
+    return infoOf(meta);
+  }
+
+  /** Validates the spec; returns the read-only mounts with absolute host paths. */
+  private async checkSpec(
+    workspaceDir: string,
+    spec: SandboxSpec,
+  ): Promise<{ hostPath: string; sandboxPath: string }[]> {
+    const isDir = await stat(workspaceDir).then(
+      (s) => s.isDirectory(),
+      () => false,
+    );
+    if (!isDir) throw new InvalidSandboxSpecError(`workspaceDir is not a directory: ${workspaceDir}`);
+    const mounts = (spec.readOnlyMounts ?? []).map((m) => ({ hostPath: resolve(m.hostPath), sandboxPath: m.sandboxPath }));
+    for (const m of mounts) {
+      checkSandboxPath(m.sandboxPath);
+      const top = `/${m.sandboxPath.split('/')[1]}`;
+      if (top === WORKSPACE || m.sandboxPath === '/tmp') {
+        throw new InvalidSandboxSpecError(`cannot mount over ${m.sandboxPath}`);
+      }
+      const exists = await stat(m.hostPath).then(
+        () => true,
+        () => false,
+      );
+      if (!exists) throw new InvalidSandboxSpecError(`read-only mount source is missing: ${m.hostPath}`);
+    }
+    return mounts;
+  }
+
+  private async initGitRepo(workspace: string): Promise<void> {
+    await rm(join(workspace, '.git'), { recursive: true, force: true });
+    await execFileAsync('/bin/sh', ['-c', GIT_INIT_SCRIPT], { cwd: workspace, env: GIT_ENV });
+  }
+
+  /** Counts every sandbox directory and create in flight; sweeps once before refusing. */
+  private async checkQuota(id: string): Promise<void> {
+    const count = async (): Promise<number> => {
+      const ids = new Set([...(await this.sandboxDirs()), ...this.creating.keys()]);
+      ids.delete(id);
+      return ids.size;
+    };
+    if ((await count()) < this.maxSandboxes) return;
+    await this.sweepExpired();
+    if ((await count()) >= this.maxSandboxes) {
+      throw new SandboxQuotaError(`${this.maxSandboxes} sandboxes already exist under ${this.rootDir}`);
+    }
+  }
+
+  /** Kills the sandbox's running commands, waits until their processes are gone, removes it. */
+  private async remove(id: string): Promise<void> {
+    const runs = [...(this.running.get(id) ?? [])];
+    for (const run of runs) run.kill();
+    await Promise.allSettled(runs.map((run) => run.done));
+    await rm(this.dir(id), { recursive: true, force: true, maxRetries: 3 });
+  }
+
+  private async sandboxDirs(): Promise<string[]> {
+    try {
+      return (await readdir(this.rootDir)).filter(isSandboxId);
+    } catch {
+      return [];
+    }
+  }
+
+  private async dirMtime(id: string): Promise<number> {
+    try {
+      return (await stat(this.dir(id))).mtimeMs;
+    } catch {
+      return 0;
+    }
+  }
+
+  /** The hidden paths and rootDir as real paths, so a symlinked data dir is masked where it lives. */
+  private async maskedPaths(): Promise<string[]> {
+    return Promise.all([this.rootDir, ...this.hiddenPaths].map((p) => realpath(p).catch(() => p)));
+  }
+}

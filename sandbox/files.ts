@@ -1,0 +1,77 @@
+/**
+ * File operations done with exec inside the sandbox, so any provider that can exec gets them.
+ *
+ * Paths are resolved inside the sandbox, where a symlink can only lead to what the sandbox itself
+ * can see (the read-only host root with the hidden paths masked); on top of that the resolved
+ * path must stay under /workspace, so a symlink planted by the agent cannot redirect a read or a
+ * write anywhere else.
+ */
+import { posix } from 'node:path';
+import { InvalidSandboxSpecError, type SandboxProvider } from './provider.js';
+import { WORKSPACE } from './mounts.js';
+
+/** A file operation failed for a reason that is about the file, not the sandbox. */
+export class SandboxFileError extends Error {
+  override name = 'SandboxFileError';
+  constructor(
+    readonly path: string,
+    reason: string,
+  ) {
+    super(`${path}: ${reason}`);
+  }
+}
+
+/** Largest file `readFileViaExec` returns by default: 64 MiB. */
+export const DEFAULT_MAX_READ_BYTES = 64 * 1024 * 1024;
+
+const NOT_FOUND = 3;
+const ESCAPES = 4;
+const NOT_A_FILE = 5;
+
+const READ_SCRIPT = `p=$(realpath -e -- "$1") || exit ${NOT_FOUND}
+case "$p" in ${WORKSPACE}|${WORKSPACE}/*) ;; *) exit ${ESCAPES};; esac
+[ -f "$p" ] || exit ${NOT_A_FILE}
+exec base64 -w0 -- "$p"`;
+
+const WRITE_SCRIPT = `p=$(realpath -m -- "$1") || exit ${NOT_FOUND}
+case "$p" in ${WORKSPACE}/*) ;; *) exit ${ESCAPES};; esac
+mkdir -p -- "$(dirname -- "$p")" && base64 -d > "$p"`;
+
+/** `path` (absolute, or relative to /workspace) as a normalised absolute path under /workspace. */
+export function workspacePath(path: string): string {
+  const abs = posix.resolve(WORKSPACE, path);
+  if (abs !== WORKSPACE && !abs.startsWith(`${WORKSPACE}/`)) {
+    throw new InvalidSandboxSpecError(`path escapes ${WORKSPACE}: ${path}`);
+  }
+  return abs;
+}
+
+type Exec = Pick<SandboxProvider, 'exec'>;
+
+export async function readFileViaExec(
+  provider: Exec,
+  id: string,
+  path: string,
+  maxBytes: number = DEFAULT_MAX_READ_BYTES,
+): Promise<Buffer> {
+  const abs = workspacePath(path);
+  const r = await provider.exec(id, ['/bin/sh', '-c', READ_SCRIPT, 'read-file', abs], {
+    maxOutputBytes: Math.ceil(maxBytes / 3) * 4,
+  });
+  if (r.exitCode === ESCAPES) throw new InvalidSandboxSpecError(`path resolves outside ${WORKSPACE}: ${path}`);
+  if (r.exitCode === NOT_FOUND) throw new SandboxFileError(abs, 'no such file');
+  if (r.exitCode === NOT_A_FILE) throw new SandboxFileError(abs, 'not a regular file');
+  if (r.timedOut || r.exitCode !== 0) throw new SandboxFileError(abs, `read failed: ${r.stderr.trim()}`);
+  if (r.truncated) throw new SandboxFileError(abs, `larger than ${maxBytes} bytes`);
+  return Buffer.from(r.stdout, 'base64');
+}
+
+/** Creates missing parent directories; replaces the file if it exists. */
+export async function writeFileViaExec(provider: Exec, id: string, path: string, data: Buffer | string): Promise<void> {
+  const abs = workspacePath(path);
+  const r = await provider.exec(id, ['/bin/sh', '-c', WRITE_SCRIPT, 'write-file', abs], {
+    stdin: Buffer.from(data).toString('base64'),
+  });
+  if (r.exitCode === ESCAPES) throw new InvalidSandboxSpecError(`path resolves outside ${WORKSPACE}: ${path}`);
+  if (r.timedOut || r.exitCode !== 0) throw new SandboxFileError(abs, `write failed: ${r.stderr.trim()}`);
+}

@@ -1,0 +1,35 @@
+import { BubblewrapProvider } from './bubblewrap.js';
+import { FaultInjectingProvider } from './fault-injection.js';
+import type { SandboxProvider } from './provider.js';
+
+export * from './provider.js';
+export { BubblewrapProvider, type BubblewrapProviderOptions } from './bubblewrap.js';
+export { FaultInjectingProvider, type FaultInjectionOptions } from './fault-injection.js';
+export { SandboxFileError } from './files.js';
+
+export interface SandboxProviderConfig {
+  provider: 'bubblewrap';
+  /** Host directory holding the sandboxes, e.g. `<dataDir>/sandboxes`. Required. */
+  rootDir: string;
+  /** Host paths masked inside every sandbox (data dir, task pack). Default: none. */
+  hiddenPaths?: string[];
+  /** Probability (0..1) that `create` fails on purpose; > 0 wraps the provider. Default 0. */
+  createFailureRate?: number;
+  /** Seed of the fault injection. Default 0. */
+  seed?: number;
+  /** Most sandboxes on this host. Default 1000. */
+  maxSandboxes?: number;
+  /** TTL when a spec gives none. Default 1 hour. */
+  defaultTtlMs?: number;
+}
+
+export function createSandboxProvider(config: SandboxProviderConfig): SandboxProvider {
+  const provider = new BubblewrapProvider({
+    rootDir: config.rootDir,
+    hiddenPaths: config.hiddenPaths,
+    maxSandboxes: config.maxSandboxes,
+    defaultTtlMs: config.defaultTtlMs,
+  });
+  const rate = config.createFailureRate ?? 0;
+  return rate > 0 ? new FaultInjectingProvider(provider, { createFailureRate: rate, seed: config.seed }) : provider;
+}

@@ -1,0 +1,58 @@
+/**
+ * The on-host record of one local sandbox: `<rootDir>/<id>/meta.json`. It is written last and
+ * atomically when the sandbox is created, so a directory without it is a half-made sandbox.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { SandboxInfo } from './provider.js';
+
+export interface SandboxMeta {
+  version: 1;
+  id: string;
+  idempotencyKey: string;
+  labels: Record<string, string>;
+  createdAt: number;
+  expiresAt: number;
+  readOnlyMounts: { hostPath: string; sandboxPath: string }[];
+}
+
+const ID_PATTERN = /^sb-[0-9a-f]{16}$/;
+
+/** Same key, same id: a retried create finds the sandbox the first attempt made. */
+export function sandboxId(idempotencyKey: string): string {
+  return `sb-${createHash('sha256').update(idempotencyKey).digest('hex').slice(0, 16)}`;
+}
+
+export function isSandboxId(id: string): boolean {
+  return ID_PATTERN.test(id);
+}
+
+export function metaPath(dir: string): string {
+  return join(dir, 'meta.json');
+}
+
+/** `undefined` when the sandbox is missing or half-made. */
+export async function readMeta(dir: string): Promise<SandboxMeta | undefined> {
+  let text: string;
+  try {
+    text = await readFile(metaPath(dir), 'utf8');
+  } catch {
+    return undefined;
+  }
+  try {
+    return JSON.parse(text) as SandboxMeta;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function writeMeta(dir: string, meta: SandboxMeta): Promise<void> {
+  const tmp = join(dir, `.meta.json.${randomBytes(4).toString('hex')}.tmp`);
+  await writeFile(tmp, JSON.stringify(meta, null, 2));
+  await rename(tmp, metaPath(dir));
+}
+
+export function infoOf(meta: SandboxMeta): SandboxInfo {
+  return { id: meta.id, labels: { ...meta.labels }, createdAt: meta.createdAt, expiresAt: meta.expiresAt };
+}

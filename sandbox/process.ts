@@ -1,0 +1,155 @@
+/**
+ * Running one command under bwrap: output caps, stdin, timeout, and killing the whole sandbox.
+ *
+ * The kill goes to the sandbox's pid-namespace init (its host pid comes from `--info-fd`), not to
+ * the outer bwrap: the kernel kills every process in a pid namespace when its init dies, and the
+ * outer bwrap exits only once that init has been reaped, which happens only after the whole
+ * namespace is empty. So when a run settles, nothing it started is left on the host.
+ */
+import { spawn } from 'node:child_process';
+import { constants } from 'node:os';
+import type { Readable } from 'node:stream';
+import { ProviderUnavailableError } from './provider.js';
+
+/** The sandboxed command writes one byte here once bwrap's setup is over. */
+const STARTED_FD = 4;
+const INFO_FD = 3;
+
+/**
+ * Runs inside the sandbox: reports that setup succeeded, drops the bookkeeping fds, changes to
+ * the requested directory and replaces itself with the command. `$1` is the cwd, the rest argv.
+ * A missing cwd or command is thereby the command's failure (exit 2 / 127), not the provider's.
+ */
+const WRAPPER = `printf . >&${STARTED_FD}; exec ${INFO_FD}>&- ${STARTED_FD}>&-; cd -- "$1" || exit 2; shift; exec "$@"`;
+
+export interface RunRequest {
+  bwrapPath: string;
+  /** bwrap options (namespaces, mounts, env); the wrapper and command are appended. */
+  bwrapArgs: string[];
+  cwd: string;
+  argv: string[];
+  stdin?: string;
+  timeoutMs: number;
+  maxOutputBytes: number;
+}
+
+export interface RunOutcome {
+  exitCode: number;
+  timedOut: boolean;
+  /** Stopped by `kill()` (the sandbox is being destroyed). */
+  killed: boolean;
+  stdout: string;
+  stderr: string;
+  truncated: boolean;
+  durationMs: number;
+}
+
+/** A started run: `done` settles once every process of the sandbox run is gone. */
+export interface RunningCommand {
+  done: Promise<RunOutcome>;
+  kill(): void;
+}
+
+/** Keeps the first `limit` bytes of a stream and drains the rest. */
+class CappedSink {
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  truncated = false;
+
+  constructor(
+    stream: Readable,
+    private readonly limit: number,
+  ) {
+    stream.on('data', (chunk: Buffer) => {
+      const room = this.limit - this.size;
+      if (chunk.length > room) this.truncated = true;
+      if (room <= 0) return;
+      const kept = chunk.length > room ? chunk.subarray(0, room) : chunk;
+      this.chunks.push(kept);
+      this.size += kept.length;
+    });
+  }
+
+  text(): string {
+    return Buffer.concat(this.chunks).toString('utf8');
+  }
+}
+
+export function runInBwrap(req: RunRequest): RunningCommand {
+  const startedAt = performance.now();
+  const child = spawn(
+    req.bwrapPath,
+    ['--info-fd', String(INFO_FD), ...req.bwrapArgs, '--', '/bin/sh', '-c', WRAPPER, 'sandbox-exec', req.cwd, ...req.argv],
+    { stdio: [req.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', 'pipe', 'pipe'] },
+  );
+  const stdout = new CappedSink(child.stdout!, req.maxOutputBytes);
+  const stderr = new CappedSink(child.stderr!, req.maxOutputBytes);
+
+  let info = '';
+  let initPid: number | undefined;
+  (child.stdio[INFO_FD] as Readable).on('data', (chunk: Buffer) => {
+    info += chunk.toString('utf8');
+    try {
+      initPid = (JSON.parse(info) as { 'child-pid'?: number })['child-pid'];
+    } catch {
+      // Not all of the JSON has arrived yet.
+    }
+  });
+  let started = false;
+  (child.stdio[STARTED_FD] as Readable).on('data', () => {
+    started = true;
+  });
+
+  if (req.stdin !== undefined && child.stdin) {
+    // A command that exits without reading its stdin closes the pipe: that is not an error.
+    child.stdin.on('error', () => {});
+    child.stdin.end(req.stdin);
+  }
+
+  let timedOut = false;
+  let killed = false;
+  const killSandbox = (): void => {
+    try {
+      if (initPid !== undefined) process.kill(initPid, 'SIGKILL');
+      else child.kill('SIGKILL'); // still setting up: --die-with-parent takes the rest down
+    } catch {
+      // Already gone.
+    }
+  };
+  const timer = setTimeout(() => {
+    timedOut = true;
+    killSandbox();
+  }, req.timeoutMs);
+
+  const done = new Promise<RunOutcome>((resolve, reject) => {
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      reject(new ProviderUnavailableError(`cannot run ${req.bwrapPath}: ${err.message}`, { cause: err }));
+    });
+    child.on('close', (code: number | null, signal: NodeJS.Signals | null) => {
+      clearTimeout(timer);
+      const outcome: RunOutcome = {
+        exitCode: code ?? 128 + (signal ? constants.signals[signal] : 0),
+        timedOut,
+        killed,
+        stdout: stdout.text(),
+        stderr: stderr.text(),
+        truncated: stdout.truncated || stderr.truncated,
+        durationMs: Math.round(performance.now() - startedAt),
+      };
+      if (!started && !timedOut && !killed) {
+        reject(new ProviderUnavailableError(`bwrap failed to start the sandbox: ${outcome.stderr.trim()}`));
+      } else {
+        resolve(outcome);
+      }
+    });
+  });
+
+  return {
+    done,
+    kill: (): void => {
+      killed = true;
+      killSandbox();
+    },
+  };
+}

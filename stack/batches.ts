@@ -1,0 +1,105 @@
+import { WorkflowIdReusePolicy, type Client, type WorkflowHandle } from '@temporalio/client';
+import path from 'node:path';
+import type { BatchInput, BatchManifest, BatchProgress } from '../activities/types.js';
+import { BUILTIN_TASKS } from '../activities/task-catalog.js';
+import { builtinPackDir, loadTasks } from '../tasks/loader.js';
+import type { batchWorkflow } from '../workflows/batch.js';
+import { progressQuery } from '../workflows/queries.js';
+import type { Config } from './config.js';
+
+export interface BatchRequest {
+  /** Default: `batch-<timestamp>`. */
+  batchId?: string;
+  /** `builtin`, a task pack directory, or a JSON/JSONL task file. */
+  tasks: string;
+  n: number;
+  agent: string;
+  /** Limit to these task ids (default: all tasks of the source). */
+  taskIds?: string[];
+}
+
+export class BatchRequestError extends Error {
+  override name = 'BatchRequestError';
+}
+
+/**
+ * Validates the request against the task source (so a missing file or malformed task fails here,
+ * before any workflow starts) and builds the batch workflow's input.
+ */
+export async function buildBatchInput(config: Config, request: BatchRequest): Promise<BatchInput> {
+  const source = request.tasks === BUILTIN_TASKS ? BUILTIN_TASKS : path.resolve(request.tasks);
+  const tasks = await loadTasks(source === BUILTIN_TASKS ? builtinPackDir() : source);
+  const known = new Set(tasks.map((t) => t.instance_id));
+  const taskIds = request.taskIds ?? tasks.map((t) => t.instance_id);
+  const unknown = taskIds.filter((id) => !known.has(id));
+  if (unknown.length > 0) throw new BatchRequestError(`unknown task ids in ${request.tasks}: ${unknown.join(', ')}`);
+  if (taskIds.length === 0) throw new BatchRequestError(`${request.tasks} has no tasks`);
+  return {
+    batchId: request.batchId ?? `batch-${new Date().toISOString().replace(/[:.]/g, '-')}`,
+    taskSource: source,
+    taskIds,
+    n: request.n,
+    agentName: request.agent,
+    concurrency: config.batch.concurrency,
+    filterUniformGroups: config.batch.filterUniformGroups,
+    limits: config.limits,
+    sampling: config.sampling,
+    continueAfterEvents: config.batch.continueAfterEvents,
+  };
+}
+
+/** Starts the batch workflow; its workflow id is the batch id, so starting it twice is refused. */
+export async function startBatch(client: Client, config: Config, input: BatchInput): Promise<WorkflowHandle<typeof batchWorkflow>> {
+  return client.workflow.start<typeof batchWorkflow>('batchWorkflow', {
+    taskQueue: config.temporal.taskQueue,
+    workflowId: input.batchId,
+    args: [input],
+    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+  });
+}
+
+/** Waits for the manifest, calling `onProgress` about once a second. */
+export async function followBatch(
+  handle: WorkflowHandle<typeof batchWorkflow>,
+  onProgress: (p: BatchProgress) => void,
+  intervalMs = 1_000,
+): Promise<BatchManifest> {
+  const result = handle.result();
+  let finished = false;
+  void result.finally(() => (finished = true)).catch(() => undefined);
+  while (!finished) {
+    try {
+      onProgress(await handle.query(progressQuery));
+    } catch {
+      // The batch may be between runs (continue-as-new); the next poll answers.
+    }
+    await Promise.race([result.catch(() => undefined), new Promise((r) => setTimeout(r, intervalMs))]);
+  }
+  return result;
+}
+
+export function formatProgress(p: BatchProgress): string {
+  const mean = p.meanReward === null ? '-' : p.meanReward.toFixed(2);
+  return `${p.batchId}: ${p.done}/${p.total} done (${p.ok} ok, ${p.infraErrors} infra errors), ${p.running} running, mean reward ${mean}`;
+}
+
+/** The closing summary of a batch: episodes, reward per task, turns, tokens, rates. */
+export function formatSummary(manifest: BatchManifest, episodes: { taskId: string; turns: number; reward: number | null }[]): string {
+  const lines: string[] = [];
+  const ok = manifest.groups.reduce((s, g) => s + g.n_ok, 0);
+  const failed = manifest.stats.episodes - ok;
+  lines.push(`batch ${manifest.batch_id}: ${manifest.status}; ${ok} episodes ok, ${failed} failed`);
+  lines.push('  task                         mean reward   rewards        group');
+  for (const g of manifest.groups) {
+    const rewards = g.rewards.filter((r): r is number => r !== null);
+    const mean = rewards.length ? (rewards.reduce((a, b) => a + b, 0) / rewards.length).toFixed(2) : '-';
+    lines.push(`  ${g.task_id.padEnd(28)} ${mean.padStart(11)}   ${g.rewards.map((r) => (r === null ? 'x' : String(r))).join(',').padEnd(14)} ${g.status}`);
+  }
+  const turns = episodes.map((e) => e.turns);
+  const meanTurns = turns.length ? turns.reduce((a, b) => a + b, 0) / turns.length : 0;
+  const perMinute = manifest.stats.wall_s > 0 ? (manifest.stats.episodes / manifest.stats.wall_s) * 60 : 0;
+  lines.push(`  turns per episode: mean ${meanTurns.toFixed(1)}; chains ${manifest.stats.chains}; tokens ${manifest.stats.tokens}`);
+  lines.push(`  wall time ${manifest.stats.wall_s.toFixed(1)} s; ${perMinute.toFixed(1)} episodes per minute`);
+  for (const f of manifest.files) lines.push(`  trajectories: ${f.uri} (${f.rows} rows, ${f.format})`);
+  return lines.join('\n');
+}

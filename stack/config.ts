@@ -1,0 +1,155 @@
+import { readFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import YAML from 'yaml';
+import { z } from 'zod';
+
+const Engine = z.object({
+  /** Unique instance name. */
+  name: z.string().min(1),
+  /** Engine API; only vLLM for now. */
+  kind: z.literal('vllm').default('vllm'),
+  /** Base URL, e.g. http://10.0.0.5:8000. */
+  url: z.string().url(),
+  /** KV cache capacity in tokens (admission counts episodes against it). */
+  kvCapacityTokens: z.number().int().positive(),
+});
+
+/**
+ * The configuration file (YAML or JSON). Every key has a default, so an empty file (or none) runs
+ * the embedded stack: a Temporal dev server, simulated engines, the gateway and one worker.
+ * README.md documents each key.
+ */
+export const ConfigSchema = z
+  .object({
+    dataDir: z.string().default('.data'),
+    temporal: z
+      .object({
+        address: z.string().nullable().default(null),
+        namespace: z.string().default('default'),
+        taskQueue: z.string().default('agent-rollout'),
+        devServer: z
+          .object({ port: z.number().int().default(7233), uiPort: z.number().int().default(8233) })
+          .prefault({}),
+      })
+      .prefault({}),
+    gateway: z
+      .object({
+        host: z.string().default('127.0.0.1'),
+        port: z.number().int().min(0).default(8300),
+        url: z.string().url().nullable().default(null),
+      })
+      .prefault({}),
+    model: z
+      .object({
+        dir: z.string().nullable().default(null),
+        name: z.string().default('Qwen/Qwen3-8B'),
+        enableThinking: z.boolean().default(true),
+      })
+      .prefault({}),
+    engines: z.array(Engine).default([]),
+    engineSim: z
+      .object({
+        instances: z.number().int().positive().default(2),
+        basePort: z.number().int().min(0).default(8100),
+        kvCapacityTokens: z.number().int().positive().default(200_000),
+        timeScale: z.number().positive().default(0.05),
+        wanderProbability: z.number().min(0).max(1).default(0.3),
+        seed: z.number().int().default(1),
+        tasks: z.string().default('builtin'),
+      })
+      .prefault({}),
+    sandbox: z
+      .object({
+        provider: z.literal('bubblewrap').default('bubblewrap'),
+        createFailureRate: z.number().min(0).max(1).default(0),
+        ttlMs: z.number().int().positive().default(2 * 60 * 60 * 1000),
+      })
+      .prefault({}),
+    agent: z
+      .object({
+        name: z.literal('builtin').default('builtin'),
+        maxOutputBytes: z.number().int().positive().default(16_384),
+      })
+      .prefault({}),
+    limits: z
+      .object({
+        maxTurns: z.number().int().positive().default(30),
+        maxContextTokens: z.number().int().positive().default(32_768),
+        maxWallTimeMs: z.number().int().positive().default(30 * 60 * 1000),
+        maxInfraAttempts: z.number().int().positive().default(3),
+        commandTimeoutMs: z.number().int().positive().default(60_000),
+      })
+      .prefault({}),
+    sampling: z
+      .object({
+        temperature: z.number().min(0).max(2).default(1),
+        topP: z.number().gt(0).max(1).default(1),
+        maxTokens: z.number().int().positive().default(4096),
+      })
+      .prefault({}),
+    batch: z
+      .object({
+        tasks: z.string().default('builtin'),
+        n: z.number().int().positive().default(4),
+        concurrency: z.number().int().positive().default(8),
+        filterUniformGroups: z.boolean().default(true),
+        continueAfterEvents: z.number().int().positive().default(8_000),
+      })
+      .prefault({}),
+    worker: z
+      .object({
+        hostId: z.string().default(os.hostname()),
+        maxConcurrentActivities: z.number().int().positive().default(64),
+        maxConcurrentWorkflowTasks: z.number().int().positive().default(32),
+      })
+      .prefault({}),
+    admission: z
+      .object({
+        episodeTokens: z.number().int().positive().default(16_384),
+        leaseTtlMs: z.number().int().positive().default(3 * 60 * 60 * 1000),
+      })
+      .prefault({}),
+  })
+  .strict();
+export type Config = z.infer<typeof ConfigSchema>;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Sets `a.b.c` to a value in a nested object (CLI flag overrides). */
+function setPath(target: Record<string, unknown>, dotted: string, value: unknown): void {
+  const keys = dotted.split('.');
+  let node = target;
+  for (const key of keys.slice(0, -1)) {
+    const next = node[key];
+    node = (next && typeof next === 'object' ? next : (node[key] = {})) as Record<string, unknown>;
+  }
+  node[keys[keys.length - 1]!] = value;
+}
+
+/**
+ * Reads the file (when given), applies `overrides` (dotted keys, e.g. `batch.n`), validates, and
+ * resolves `dataDir` against the working directory.
+ */
+export async function loadConfig(file: string | undefined, overrides: Record<string, unknown> = {}): Promise<Config> {
+  let raw: Record<string, unknown> = {};
+  if (file) {
+    let text: string;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch (error) {
+      throw new ConfigError(`cannot read config file ${file}: ${(error as Error).message}`);
+    }
+    try {
+      raw = (YAML.parse(text) as Record<string, unknown> | null) ?? {};
+    } catch (error) {
+      throw new ConfigError(`config file ${file} is not valid YAML/JSON: ${(error as Error).message}`);
+    }
+  }
+  for (const [key, value] of Object.entries(overrides)) if (value !== undefined) setPath(raw, key, value);
+  const parsed = ConfigSchema.safeParse(raw);
+  if (!parsed.success) throw new ConfigError(`invalid configuration${file ? ` in ${file}` : ''}:\n${z.prettifyError(parsed.error)}`);
+  return { ...parsed.data, dataDir: path.resolve(parsed.data.dataDir) };
+}

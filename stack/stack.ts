@@ -1,0 +1,233 @@
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import Database from 'better-sqlite3';
+import type { FastifyInstance } from 'fastify';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { createActivities } from '../activities/index.js';
+import { TaskCatalog } from '../activities/task-catalog.js';
+import { startEngineSim, type EngineSim } from '../engine-sim/index.js';
+import { loadCodec, type Codec } from '../gateway/codec/index.js';
+import { buildGateway } from '../gateway/server.js';
+import { AdmissionControl, type InstanceConfig } from '../scheduler/index.js';
+import { createSandboxProvider } from '../sandbox/index.js';
+import { scriptForTask } from '../tasks/solution-script.js';
+import { TrajectoryStore } from '../trajectory/index.js';
+import { hostQueueOf, installWorkerRuntime, RolloutWorker } from '../workers/worker.js';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { ConfigError, type Config } from './config.js';
+import { adminToken, dataPaths } from './paths.js';
+import { startDevServer, type DevServer } from './temporal-dev-server.js';
+import { PROJECT_ROOT } from './temporal-binary.js';
+import { BUILTIN_TASKS } from '../activities/task-catalog.js';
+
+/** A running agent-rollout: what the CLI, the tests and the benchmarks talk to. */
+export interface Stack {
+  config: Config;
+  temporalAddress: string;
+  uiUrl: string | null;
+  gatewayUrl: string;
+  engines: InstanceConfig[];
+  client: Client;
+  store: TrajectoryStore;
+  /** Present when this process runs a worker. */
+  worker: RolloutWorker | undefined;
+  stop(): Promise<void>;
+}
+
+export interface StackParts {
+  /** Run a worker in this process. Default true. */
+  worker?: boolean;
+  /** Reuse a workflow bundle (tests build it once). */
+  workflowBundle?: WorkflowBundleWithSourceMap;
+  /** Progress lines (start-up steps). Default: none. */
+  log?: (line: string) => void;
+}
+
+/**
+ * The engines a process that does not start them (a separate worker) should know: the configured
+ * ones, else the simulated ones at their fixed ports.
+ */
+export function configuredInstances(config: Config): InstanceConfig[] {
+  if (config.engines.length > 0) return config.engines;
+  const sim = config.engineSim;
+  return Array.from({ length: sim.instances }, (_, i) => ({
+    name: `sim-${i}`,
+    kind: 'vllm' as const,
+    url: `http://127.0.0.1:${sim.basePort + i}`,
+    kvCapacityTokens: sim.kvCapacityTokens,
+  }));
+}
+
+/** Starts the simulated engines of the configuration, one per instance, on consecutive ports. */
+async function startSimulatedEngines(config: Config, codec: Codec, tasks: TaskCatalog): Promise<{ sims: EngineSim[]; instances: InstanceConfig[] }> {
+  const sim = config.engineSim;
+  const source = await tasks.load(sim.tasks);
+  const script = { tasks: [...source.values()].map(scriptForTask), wanderProbability: sim.wanderProbability };
+  const sims: EngineSim[] = [];
+  for (let i = 0; i < sim.instances; i++) {
+    sims.push(
+      await startEngineSim({
+        tokenizer: codec.tokenizer,
+        script,
+        port: sim.basePort === 0 ? 0 : sim.basePort + i,
+        modelName: config.model.name,
+        kvCapacityTokens: sim.kvCapacityTokens,
+        timeScale: sim.timeScale,
+        seed: sim.seed + i,
+      }),
+    );
+  }
+  const instances = configuredInstances(config).map((instance, i) => ({ ...instance, url: sims[i]!.url }));
+  return { sims, instances };
+}
+
+/**
+ * Starts what the configuration asks for: the embedded Temporal dev server when no address is
+ * given, simulated engines when none are configured, the gateway, and (by default) a worker.
+ * `stop()` takes them down in reverse order.
+ */
+export async function startStack(config: Config, parts: StackParts = {}): Promise<Stack> {
+  const log = parts.log ?? (() => undefined);
+  const paths = dataPaths(config.dataDir);
+  for (const dir of [paths.dataDir, paths.sandboxes, paths.agentState, paths.exports]) mkdirSync(dir, { recursive: true });
+  const stops: (() => Promise<void>)[] = [];
+  const stop = async () => {
+    for (const s of stops.reverse()) await s().catch((e: unknown) => console.error(`stop: ${(e as Error).message}`));
+  };
+  try {
+    let devServer: DevServer | undefined;
+    let temporalAddress = config.temporal.address;
+    if (!temporalAddress) {
+      log(`starting the Temporal dev server (state in ${paths.temporal})`);
+      devServer = await startDevServer({ dataDir: paths.temporal, port: config.temporal.devServer.port, uiPort: config.temporal.devServer.uiPort });
+      stops.push(() => devServer!.stop());
+      temporalAddress = devServer.address;
+    }
+
+    const codec = await loadCodec({ modelDir: config.model.dir ?? undefined, enableThinking: config.model.enableThinking });
+    const tasks = new TaskCatalog();
+    let engines: InstanceConfig[] = config.engines;
+    if (engines.length === 0) {
+      log(`starting ${config.engineSim.instances} simulated engines`);
+      const { sims, instances } = await startSimulatedEngines(config, codec, tasks);
+      stops.push(async () => void (await Promise.all(sims.map((s) => s.close()))));
+      engines = instances;
+    }
+
+    const store = TrajectoryStore.open(paths.store);
+    stops.push(async () => store.close());
+    const token = adminToken(config.dataDir);
+    let gatewayUrl = config.gateway.url;
+    if (!gatewayUrl) {
+      const gateway: FastifyInstance = await buildGateway({ codec, store, engines, modelName: config.model.name, adminToken: token });
+      await gateway.listen({ host: config.gateway.host, port: config.gateway.port });
+      stops.push(() => gateway.close());
+      const address = gateway.server.address();
+      const port = typeof address === 'object' && address ? address.port : config.gateway.port;
+      gatewayUrl = `http://${config.gateway.host}:${port}`;
+      log(`gateway listening on ${gatewayUrl}`);
+    }
+
+    const connection = await Connection.connect({ address: temporalAddress });
+    stops.push(() => connection.close());
+    const client = new Client({ connection, namespace: config.temporal.namespace });
+
+    let worker: RolloutWorker | undefined;
+    if (parts.worker ?? true) {
+      worker = await startWorker(config, { temporalAddress, gatewayUrl, engines, store, tasks, workflowBundle: parts.workflowBundle, stops });
+      log(`worker polling ${config.temporal.taskQueue} and ${hostQueueOf(config.temporal.taskQueue, config.worker.hostId)}`);
+    }
+    return { config, temporalAddress, uiUrl: devServer?.uiUrl ?? null, gatewayUrl, engines, client, store, worker, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** Starts a rollout worker in this process; its shutdown is pushed onto `stops`. */
+export async function startWorker(
+  config: Config,
+  ctx: {
+    temporalAddress: string;
+    gatewayUrl: string;
+    engines: InstanceConfig[];
+    store: TrajectoryStore;
+    tasks: TaskCatalog;
+    workflowBundle?: WorkflowBundleWithSourceMap;
+    stops: (() => Promise<void>)[];
+  },
+): Promise<RolloutWorker> {
+  const paths = dataPaths(config.dataDir);
+  const schedulerDb = new Database(paths.scheduler);
+  schedulerDb.pragma('journal_mode = WAL');
+  schedulerDb.pragma('busy_timeout = 10000');
+  ctx.stops.push(async () => void schedulerDb.close());
+  const hostQueue = hostQueueOf(config.temporal.taskQueue, config.worker.hostId);
+  const activities = createActivities({
+    store: ctx.store,
+    admission: new AdmissionControl(schedulerDb, ctx.engines, config.admission),
+    sandbox: createSandboxProvider({
+      provider: config.sandbox.provider,
+      rootDir: paths.sandboxes,
+      hiddenPaths: [PROJECT_ROOT, config.dataDir, ...(config.batch.tasks === BUILTIN_TASKS ? [] : [path.resolve(config.batch.tasks)])],
+      createFailureRate: config.sandbox.createFailureRate,
+      seed: Date.now() % 1_000_000,
+      defaultTtlMs: config.sandbox.ttlMs,
+    }),
+    tasks: ctx.tasks,
+    gateway: { url: ctx.gatewayUrl, adminToken: adminToken(config.dataDir) },
+    hostQueue,
+    agentStateDir: paths.agentState,
+    exportDir: paths.exports,
+    maxOutputBytes: config.agent.maxOutputBytes,
+    sandboxTtlMs: config.sandbox.ttlMs,
+  });
+  installWorkerRuntime();
+  const connection = await NativeConnection.connect({ address: ctx.temporalAddress });
+  const worker = await RolloutWorker.create({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    hostQueue,
+    activities,
+    workflowBundle: ctx.workflowBundle,
+    maxConcurrentActivities: config.worker.maxConcurrentActivities,
+    maxConcurrentWorkflowTasks: config.worker.maxConcurrentWorkflowTasks,
+  });
+  const running = worker.run().catch((error: unknown) => {
+    console.error(`worker stopped: ${(error as Error).message}`);
+  });
+  ctx.stops.push(async () => {
+    worker.shutdown();
+    await running;
+    await connection.close();
+  });
+  return worker;
+}
+
+/**
+ * A worker process joining a running stack (`rollout worker`): it needs the Temporal address and
+ * the gateway URL, and shares the stack's data directory (store, scheduler, sandboxes).
+ */
+export async function startStandaloneWorker(config: Config): Promise<{ worker: RolloutWorker; stop(): Promise<void> }> {
+  if (!config.temporal.address) throw new ConfigError('a standalone worker needs temporal.address');
+  if (!config.gateway.url) throw new ConfigError('a standalone worker needs gateway.url');
+  const stops: (() => Promise<void>)[] = [];
+  const store = TrajectoryStore.open(dataPaths(config.dataDir).store);
+  stops.push(async () => store.close());
+  const worker = await startWorker(config, {
+    temporalAddress: config.temporal.address,
+    gatewayUrl: config.gateway.url,
+    engines: configuredInstances(config),
+    store,
+    tasks: new TaskCatalog(),
+    stops,
+  });
+  return {
+    worker,
+    async stop() {
+      for (const s of stops.reverse()) await s();
+    },
+  };
+}

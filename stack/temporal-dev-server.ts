@@ -1,0 +1,80 @@
+import { Connection } from '@temporalio/client';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, openSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { SEARCH_ATTRIBUTES } from '../workflows/search-attributes.js';
+import { findTemporalBinary } from './temporal-binary.js';
+
+export interface DevServerOptions {
+  /** Directory for the SQLite file and the server log. */
+  dataDir: string;
+  /** Front-end gRPC port. */
+  port: number;
+  /** Web UI port; 0 disables the UI. */
+  uiPort: number;
+  /** How long to wait for the server to answer. Default 60 s. */
+  startTimeoutMs?: number;
+}
+
+export interface DevServer {
+  address: string;
+  uiUrl: string | null;
+  stop(): Promise<void>;
+}
+
+export class DevServerError extends Error {
+  override name = 'DevServerError';
+}
+
+/**
+ * Starts `temporal server start-dev` with state in `<dataDir>/temporal.sqlite` (so a second run
+ * sees the first run's history) and our search attributes registered; resolves once the front end
+ * answers.
+ */
+export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
+  mkdirSync(options.dataDir, { recursive: true });
+  const logFile = path.join(options.dataDir, 'temporal-server.log');
+  const log = openSync(logFile, 'a');
+  const args = [
+    'server', 'start-dev',
+    '--db-filename', path.join(options.dataDir, 'temporal.sqlite'),
+    '--ip', '127.0.0.1',
+    '--port', String(options.port),
+    ...(options.uiPort > 0 ? ['--ui-port', String(options.uiPort)] : ['--headless']),
+    ...Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
+    '--log-level', 'warn',
+  ];
+  const child: ChildProcess = spawn(findTemporalBinary(), args, { stdio: ['ignore', log, log] });
+  let exited: string | undefined;
+  child.once('exit', (code, signal) => (exited = `exited with ${code ?? signal}`));
+  const address = `127.0.0.1:${options.port}`;
+  const deadline = Date.now() + (options.startTimeoutMs ?? 60_000);
+  for (;;) {
+    if (exited) throw new DevServerError(`Temporal dev server ${exited}; see ${logFile}`);
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1_000 });
+      await connection.workflowService.getSystemInfo({});
+      await connection.close();
+      break;
+    } catch (error) {
+      if (Date.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new DevServerError(`Temporal dev server did not answer on ${address}: ${(error as Error).message}; see ${logFile}`);
+      }
+      await sleep(250);
+    }
+  }
+  return {
+    address,
+    uiUrl: options.uiPort > 0 ? `http://127.0.0.1:${options.uiPort}` : null,
+    async stop() {
+      if (exited) return;
+      const done = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await done;
+      clearTimeout(timer);
+    },
+  };
+}

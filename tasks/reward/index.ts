@@ -1,0 +1,189 @@
+/**
+ * The test-based reward (../../../shared/specs/sandbox.md, "Rewards that resist hacking"): in a
+ * fresh sandbox from the task's snapshot, apply the agent's diff minus tests and test-runner
+ * configuration, then the hidden test patch, run the tests, and read the runner's own report.
+ */
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ExecResult, SandboxProvider } from '../../sandbox/provider.js';
+import type { Task, TestFramework } from '../schema.js';
+import { stripTestChanges } from './diff.js';
+import { parseReport, type ReportedStatus } from './report.js';
+
+export { isTestPath, splitDiff, stripTestChanges, type DiffSection } from './diff.js';
+export { JUnitParseError, parseJUnit } from './junit.js';
+export { parseReport, parseUnittestJson, ReportParseError, type ReportedStatus } from './report.js';
+export { MAX_DIFF_BYTES, workspaceDiff, WorkspaceDiffError } from './workspace-diff.js';
+
+export type RewardReason = 'resolved' | 'unresolved' | 'patch_failed' | 'no_report' | 'timeout';
+export type TestOutcome = 'passed' | 'failed' | 'missing';
+
+export interface RewardResult {
+  /** 1 if resolved, else 0. */
+  reward: number;
+  resolved: boolean;
+  reason: RewardReason;
+  /** Every FAIL_TO_PASS and PASS_TO_PASS test; `missing` = absent from the report = not passed. */
+  tests: Record<string, TestOutcome>;
+  /** How many of `tests` passed. */
+  passed: number;
+  /** How many of `tests` did not pass (failed, skipped or missing). */
+  failed: number;
+  durationMs: number;
+  /** Why it was not resolved, for people: `git apply` errors or the test output's tail (≤ 2 KB). */
+  detail?: string;
+}
+
+export interface RewardDeps {
+  provider: SandboxProvider;
+}
+
+export interface RewardInput {
+  task: Task;
+  /** The agent's changes against the base snapshot, as `workspaceDiff` returns them. */
+  agentDiff: string;
+  /** Episode id + attempt; the reward sandbox uses `<key>:reward`. */
+  idempotencyKey: string;
+}
+
+/** The reward sandbox is not in the state the reward needs (not a git repository, reused). */
+export class RewardSandboxError extends Error {
+  override name = 'RewardSandboxError';
+}
+
+/** The sandbox path the runner scripts are mounted at, read-only. */
+export const RUNNER_MOUNT = '/opt/agent-rollout/reward';
+const RUNNERS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'runners');
+
+/**
+ * Where the runner writes its report; a task's own `test_command` must write it there too. The
+ * path is also in the command's environment as `$REWARD_REPORT`.
+ */
+export const REPORT_PATHS: Record<TestFramework, string> = {
+  unittest: '/tmp/report.json',
+  'node-test': '/tmp/report.xml',
+};
+
+const DEFAULT_TEST_COMMANDS: Record<TestFramework, string> = {
+  unittest: `python3 ${RUNNER_MOUNT}/unittest_json.py "$REWARD_REPORT"`,
+  'node-test': 'node --test --test-reporter=junit --test-reporter-destination="$REWARD_REPORT"',
+};
+
+const DETAIL_BYTES = 2000;
+const MAX_REPORT_BYTES = 32 * 1024 * 1024;
+const PATCH_TIMEOUT_MS = 60_000;
+/** Reward sandbox TTL beyond the test time: copy, patches, teardown. */
+const TTL_SLACK_MS = 10 * 60 * 1000;
+/** Exit status of the claim script when this sandbox was already used by an earlier attempt. */
+const ALREADY_USED = 99;
+
+/**
+ * Marks the sandbox as used. A retried reward (worker crash) gets the same sandbox back from the
+ * idempotent create, possibly with patches already applied; the marker lets it start over.
+ */
+const CLAIM_SCRIPT = `[ -e .git/agent-rollout-reward-used ] && exit ${ALREADY_USED}; : > .git/agent-rollout-reward-used`;
+
+/** Setup commands, then the tests; test output goes to a log, the report alone to stdout. */
+function testScript(task: Task): string {
+  const steps = [...task.setup, task.test_command ?? DEFAULT_TEST_COMMANDS[task.test_framework]];
+  const log = '/tmp/reward-tests.log';
+  return [
+    `(\n${steps.map((s) => `(\n${s}\n)`).join(' &&\n')}\n) >${log} 2>&1`,
+    `echo "tests exited with status $?" >>${log}`,
+    `tail -c ${DETAIL_BYTES} ${log} >&2`,
+    'cat -- "$REWARD_REPORT" 2>/dev/null',
+    'exit 0',
+  ].join('\n');
+}
+
+function tail(text: string): string {
+  return text.length > DETAIL_BYTES ? text.slice(-DETAIL_BYTES) : text;
+}
+
+/** False when an earlier attempt already used this sandbox. */
+async function claim(provider: SandboxProvider, id: string): Promise<boolean> {
+  const r = await provider.exec(id, ['/bin/sh', '-c', CLAIM_SCRIPT], { timeoutMs: PATCH_TIMEOUT_MS });
+  if (r.exitCode === ALREADY_USED) return false;
+  if (r.exitCode !== 0) throw new RewardSandboxError(`cannot claim reward sandbox ${id}: ${r.stderr.trim()}`);
+  return true;
+}
+
+async function applyPatch(provider: SandboxProvider, id: string, patch: string): Promise<ExecResult> {
+  return provider.exec(id, ['git', 'apply', '--whitespace=nowarn', '-'], {
+    stdin: patch,
+    timeoutMs: PATCH_TIMEOUT_MS,
+  });
+}
+
+export async function evaluateReward(deps: RewardDeps, input: RewardInput): Promise<RewardResult> {
+  const startedAt = performance.now();
+  const { provider } = deps;
+  const { task } = input;
+  const framework = task.test_framework;
+  const named = [...new Set([...task.FAIL_TO_PASS, ...task.PASS_TO_PASS])];
+  const testMs = task.timeouts.test_s * 1000;
+
+  const finish = (reason: RewardReason, reported: Record<string, ReportedStatus>, detail?: string): RewardResult => {
+    const tests: Record<string, TestOutcome> = {};
+    for (const name of named) {
+      const status = reported[name];
+      tests[name] = status === undefined ? 'missing' : status === 'passed' ? 'passed' : 'failed';
+    }
+    const passed = named.filter((n) => tests[n] === 'passed').length;
+    const resolved = reason === 'unresolved' && passed === named.length;
+    return {
+      reward: resolved ? 1 : 0,
+      resolved,
+      reason: resolved ? 'resolved' : reason,
+      tests,
+      passed,
+      failed: named.length - passed,
+      durationMs: Math.round(performance.now() - startedAt),
+      ...(detail && !resolved ? { detail: tail(detail) } : {}),
+    };
+  };
+
+  const spec = {
+    idempotencyKey: `${input.idempotencyKey}:reward`,
+    workspaceDir: resolve(task.workspace.path),
+    readOnlyMounts: [{ hostPath: RUNNERS_DIR, sandboxPath: RUNNER_MOUNT }],
+    labels: { role: 'reward', task: task.instance_id },
+    ttlMs: testMs + TTL_SLACK_MS,
+  };
+  let sandbox = await provider.create(spec);
+  try {
+    if (!(await claim(provider, sandbox.id))) {
+      await provider.destroy(sandbox.id);
+      sandbox = await provider.create(spec);
+      if (!(await claim(provider, sandbox.id))) throw new RewardSandboxError(`${sandbox.id} was reused after destroy`);
+    }
+    const id = sandbox.id;
+
+    const agentPatch = stripTestChanges(input.agentDiff).diff;
+    if (agentPatch.trim() !== '') {
+      const applied = await applyPatch(provider, id, agentPatch);
+      if (applied.exitCode !== 0) return finish('patch_failed', {}, `agent diff does not apply: ${applied.stderr}`);
+    }
+    const testsApplied = await applyPatch(provider, id, task.test_patch);
+    if (testsApplied.exitCode !== 0) {
+      return finish('patch_failed', {}, `test patch does not apply over the agent diff: ${testsApplied.stderr}`);
+    }
+
+    const run = await provider.exec(
+      id,
+      { shell: testScript(task) },
+      { env: { REWARD_REPORT: REPORT_PATHS[framework] }, timeoutMs: testMs, maxOutputBytes: MAX_REPORT_BYTES },
+    );
+    if (run.timedOut) return finish('timeout', {}, `tests did not finish in ${task.timeouts.test_s} s`);
+    if (run.stdout === '' || run.truncated) return finish('no_report', {}, run.stderr);
+    let reported: Record<string, ReportedStatus>;
+    try {
+      reported = parseReport(framework, run.stdout);
+    } catch (err) {
+      return finish('no_report', {}, `${(err as Error).message}\n${run.stderr}`);
+    }
+    return finish('unresolved', reported, run.stderr);
+  } finally {
+    await provider.destroy(sandbox.id);
+  }
+}

@@ -1,0 +1,130 @@
+import { defaultModelDir, loadModelFiles } from '../../gateway/codec/model-files.js';
+import { createTokenizer, type TextTokenizer } from '../../gateway/codec/tokenizer.js';
+import type { PolicyScriptInput } from '../../engine-sim/index.js';
+
+export async function loadTokenizer(): Promise<TextTokenizer> {
+  return createTokenizer(await loadModelFiles(defaultModelDir()));
+}
+
+/** A tiny task: three solve turns (two tool calls, then an answer) and two wander turns. */
+export const SCRIPT: PolicyScriptInput = {
+  wanderProbability: 0.5,
+  tasks: [
+    {
+      taskId: 'fix-bug',
+      match: 'Fix the failing test in calc.py',
+      solve: [
+        {
+          thought: 'I should look at the files first.',
+          tool: { name: 'bash', arguments: { command: 'ls -la', timeout: 30 } },
+        },
+        {
+          thought: 'The bug is in add().',
+          tool: {
+            name: 'edit',
+            arguments: { path: 'calc.py', old: 'a - b', new: 'a + b', flags: [1, 2.5, null, true] },
+          },
+        },
+        { thought: 'Tests pass now.', tool: null, content: 'I fixed add() in calc.py.' },
+      ],
+      wander: [
+        {
+          thought: 'Maybe I should read the README.',
+          tool: { name: 'bash', arguments: { command: 'cat README.md' } },
+        },
+        {
+          thought: 'Let me check the weather instead.',
+          tool: { name: 'bash', arguments: { command: 'curl wttr.in' } },
+        },
+      ],
+    },
+  ],
+};
+
+export const SYSTEM = 'You are a careful coding agent. '.repeat(20);
+
+/** A first-turn ChatML prompt ending with the generation prompt, as the gateway renders it. */
+export function firstPrompt(tk: TextTokenizer, user: string, system = SYSTEM): number[] {
+  return tk.encode(
+    `<|im_start|>system\n${system}<|im_end|>\n<|im_start|>user\n${user}<|im_end|>\n<|im_start|>assistant\n`,
+  );
+}
+
+/** The next turn's prompt: the previous prompt, the sampled ids, a tool result and the generation prompt. */
+export function nextPrompt(
+  tk: TextTokenizer,
+  prompt: number[],
+  sampled: number[],
+  toolResult: string,
+): number[] {
+  return [
+    ...prompt,
+    ...sampled,
+    ...tk.encode(
+      `\n<|im_start|>user\n<tool_response>\n${toolResult}\n</tool_response><|im_end|>\n<|im_start|>assistant\n`,
+    ),
+  ];
+}
+
+export interface Choice {
+  index: number;
+  text: string;
+  logprobs: {
+    text_offset: number[];
+    token_logprobs: number[];
+    tokens: string[];
+    top_logprobs: Record<string, number>[];
+  } | null;
+  finish_reason: string | null;
+  stop_reason: number | string | null;
+  token_ids: number[] | null;
+  prompt_token_ids: number[] | null;
+}
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  prompt_tokens_details: { cached_tokens: number };
+}
+
+export interface Completion {
+  id: string;
+  object: string;
+  created: number;
+  model: string;
+  choices: Choice[];
+  usage: Usage;
+}
+
+export async function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return fetch(`${url}/v1/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+}
+
+export async function complete(url: string, body: Record<string, unknown>): Promise<Completion> {
+  const res = await post(url, body);
+  if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
+  return (await res.json()) as Completion;
+}
+
+/** Reads a whole SSE response: the `data:` payloads in order (`[DONE]` kept as a string). */
+export async function readSse(res: Response): Promise<unknown[]> {
+  const events: unknown[] = [];
+  const text = await res.text();
+  for (const block of text.split('\n\n')) {
+    if (!block.trim()) continue;
+    if (!block.startsWith('data: '))
+      throw new Error(`not an SSE data event: ${JSON.stringify(block)}`);
+    const data = block.slice('data: '.length);
+    events.push(data === '[DONE]' ? data : JSON.parse(data));
+  }
+  return events;
+}

@@ -1,0 +1,75 @@
+import { execFileSync } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+
+/**
+ * Host temp dirs live under /var/tmp, not /tmp: every sandbox has its own /tmp, so a fixture under
+ * the host's /tmp would be invisible inside for the wrong reason and prove nothing.
+ */
+export async function tempDir(prefix: string): Promise<string> {
+  return mkdtemp(join('/var/tmp', `agent-rollout-${prefix}-`));
+}
+
+export async function removeDirs(dirs: string[]): Promise<void> {
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+}
+
+export async function writeTree(root: string, files: Record<string, string>): Promise<void> {
+  for (const [path, content] of Object.entries(files)) {
+    await mkdir(dirname(join(root, path)), { recursive: true });
+    await writeFile(join(root, path), content);
+  }
+}
+
+export async function readTree(root: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const entry of await readdir(root, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const path = join(entry.parentPath, entry.name);
+    if (path.includes('/.git/')) continue;
+    out[path.slice(root.length + 1)] = await readFile(path, 'utf8');
+  }
+  return out;
+}
+
+export function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', args, {
+    cwd,
+    encoding: 'utf8',
+    env: {
+      ...process.env,
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_CONFIG_GLOBAL: '/dev/null',
+      GIT_AUTHOR_NAME: 't',
+      GIT_AUTHOR_EMAIL: 't@t',
+      GIT_COMMITTER_NAME: 't',
+      GIT_COMMITTER_EMAIL: 't@t',
+    },
+  });
+}
+
+/** Host processes whose command line contains `needle` (zombies have none, so they do not count). */
+export async function hostProcessesMatching(needle: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    const text = cmdline.replace(/\0$/, '').split('\0').join(' ');
+    if (text.includes(needle)) found.push(`${pid}: ${text}`);
+  }
+  return found;
+}
+
+/** A git diff that creates `path` with `content`. */
+export function newFileDiff(path: string, content: string): string {
+  const lines = content.endsWith('\n') ? content.slice(0, -1).split('\n') : content.split('\n');
+  return [
+    `diff --git a/${path} b/${path}`,
+    'new file mode 100644',
+    '--- /dev/null',
+    `+++ b/${path}`,
+    `@@ -0,0 +1,${lines.length} @@`,
+    ...lines.map((l) => `+${l}`),
+    '',
+  ].join('\n');
+}

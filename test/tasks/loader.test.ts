@@ -1,0 +1,184 @@
+import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
+import { afterAll, beforeAll, describe, it, expect } from 'vitest';
+import {
+  TaskLoadError,
+  builtinPackDir,
+  loadTaskFile,
+  loadTaskPack,
+  loadTasks,
+} from '../../tasks/loader.js';
+
+let root = '';
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'task-loader-'));
+  await mkdir(join(root, 'repos', 'demo'), { recursive: true });
+});
+
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+function sweTask(id: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    instance_id: id,
+    repo: 'example/demo',
+    base_commit: 'abc123',
+    problem_statement: 'Something is broken',
+    patch: 'diff --git a/x b/x\n',
+    test_patch: 'diff --git a/t b/t\n',
+    FAIL_TO_PASS: '["tests.test_x.T.test_a"]',
+    PASS_TO_PASS: [],
+    workspace: { kind: 'dir', path: 'repos/demo' },
+    test_framework: 'unittest',
+    ...overrides,
+  };
+}
+
+async function write(name: string, content: string): Promise<string> {
+  const file = join(root, name);
+  await writeFile(file, content);
+  return file;
+}
+
+async function loadError(load: Promise<unknown>): Promise<TaskLoadError> {
+  const err: unknown = await load.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(TaskLoadError);
+  return err as TaskLoadError;
+}
+
+describe('loadTaskFile', () => {
+  it('reads a JSON array, resolving relative workspaces and JSON-encoded test lists', async () => {
+    const file = await write('array.json', JSON.stringify([sweTask('a-1'), sweTask('a-2')]));
+    const tasks = await loadTaskFile(file);
+    expect(tasks.map((t) => t.instance_id)).toEqual(['a-1', 'a-2']);
+    expect(tasks[0]?.workspace.path).toBe(join(root, 'repos', 'demo'));
+    expect(tasks[0]?.FAIL_TO_PASS).toEqual(['tests.test_x.T.test_a']);
+    expect(tasks[0]?.timeouts.test_s).toBe(60);
+  });
+
+  it('reads a single JSON object and JSONL with blank lines', async () => {
+    expect(
+      await loadTaskFile(await write('one.json', JSON.stringify(sweTask('b-1')))),
+    ).toHaveLength(1);
+    const lines = [JSON.stringify(sweTask('c-1')), '', JSON.stringify(sweTask('c-2')), ''];
+    const tasks = await loadTaskFile(await write('lines.jsonl', lines.join('\n')));
+    expect(tasks.map((t) => t.instance_id)).toEqual(['c-1', 'c-2']);
+  });
+
+  it('reports a missing file', async () => {
+    const missing = join(root, 'nope.jsonl');
+    const err = await loadError(loadTaskFile(missing));
+    expect(err.file).toBe(missing);
+    expect(err.message).toContain('file not found');
+  });
+
+  it('reports malformed JSON with the JSONL line number', async () => {
+    const file = await write('bad.jsonl', `${JSON.stringify(sweTask('d-1'))}\n{"instance_id": \n`);
+    const err = await loadError(loadTaskFile(file));
+    expect(err.line).toBe(2);
+    expect(err.message).toContain(`${file}:2: malformed JSON`);
+  });
+
+  it('reports malformed JSON in a .json file', async () => {
+    const err = await loadError(loadTaskFile(await write('bad.json', '[{"instance_id": "x",]')));
+    expect(err.line).toBeUndefined();
+    expect(err.message).toContain('malformed JSON');
+  });
+
+  it('reports a schema violation with zod’s message', async () => {
+    const bad = sweTask('e-1', { FAIL_TO_PASS: [], test_framework: 'pytest' });
+    const file = await write(
+      'schema.jsonl',
+      `${JSON.stringify(sweTask('e-0'))}\n${JSON.stringify(bad)}\n`,
+    );
+    const err = await loadError(loadTaskFile(file));
+    expect(err.line).toBe(2);
+    expect(err.message).toContain('invalid task');
+    expect(err.message).toContain('FAIL_TO_PASS must name at least one test');
+    expect(err.message).toContain('test_framework');
+  });
+
+  it('reports a duplicate instance_id', async () => {
+    const lines = [sweTask('f-1'), sweTask('f-2'), sweTask('f-1')].map((t) => JSON.stringify(t));
+    const err = await loadError(loadTaskFile(await write('dup.jsonl', lines.join('\n'))));
+    expect(err.line).toBe(3);
+    expect(err.message).toContain('duplicate instance_id "f-1"');
+  });
+
+  it('reports a missing workspace directory', async () => {
+    const task = sweTask('g-1', { workspace: { kind: 'dir', path: 'repos/gone' } });
+    const err = await loadError(loadTaskFile(await write('ws.json', JSON.stringify(task))));
+    expect(err.message).toContain(
+      `workspace directory ${join(root, 'repos', 'gone')} does not exist`,
+    );
+  });
+
+  it('rejects other file types', async () => {
+    const err = await loadError(loadTaskFile(await write('tasks.yaml', 'a: 1')));
+    expect(err.message).toContain('unsupported task file type');
+  });
+});
+
+describe('loadTaskPack', () => {
+  it('loads the built-in pack with patches and absolute workspaces', async () => {
+    expect(isAbsolute(builtinPackDir())).toBe(true);
+    const tasks = await loadTaskPack(builtinPackDir());
+    expect(tasks.length).toBe(8);
+    for (const task of tasks) {
+      expect(task.workspace).toEqual({
+        kind: 'dir',
+        path: join(builtinPackDir(), task.instance_id, 'repo'),
+      });
+      expect(task.patch).toContain('diff --git');
+      expect(task.test_patch).toContain('diff --git');
+    }
+  });
+
+  it('reports a missing gold.patch, a folder/id mismatch and a schema violation', async () => {
+    const pack = join(root, 'pack');
+    const source = join(builtinPackDir(), 'py-slugify-1');
+    await cp(source, join(pack, 'py-slugify-1'), { recursive: true });
+    expect(await loadTasks(pack)).toHaveLength(1);
+
+    await rm(join(pack, 'py-slugify-1', 'gold.patch'));
+    let err = await loadError(loadTaskPack(pack));
+    expect(err.file).toBe(join(pack, 'py-slugify-1', 'gold.patch'));
+
+    await cp(source, join(pack, 'renamed'), { recursive: true });
+    await rm(join(pack, 'py-slugify-1'), { recursive: true });
+    err = await loadError(loadTaskPack(pack));
+    expect(err.message).toContain('differs from its folder name "renamed"');
+
+    await writeFile(join(pack, 'renamed', 'task.json'), '{"instance_id": "renamed"}');
+    err = await loadError(loadTaskPack(pack));
+    expect(err.file).toBe(join(pack, 'renamed', 'task.json'));
+    expect(err.message).toContain('problem_statement');
+  });
+
+  it('reports a missing repo folder', async () => {
+    const pack = join(root, 'pack-no-repo');
+    await cp(join(builtinPackDir(), 'js-lru-cache-1'), join(pack, 'js-lru-cache-1'), {
+      recursive: true,
+    });
+    await rm(join(pack, 'js-lru-cache-1', 'repo'), { recursive: true });
+    const err = await loadError(loadTaskPack(pack));
+    expect(err.message).toContain('workspace directory');
+  });
+});
+
+describe('loadTasks', () => {
+  it('dispatches on directory versus file and reports a missing source', async () => {
+    expect(await loadTasks(builtinPackDir())).toHaveLength(8);
+    expect(await loadTasks(await write('disp.json', JSON.stringify(sweTask('h-1'))))).toHaveLength(
+      1,
+    );
+    const err = await loadError(loadTasks(join(root, 'absent')));
+    expect(err.message).toContain('no such file or directory');
+  });
+});

@@ -1,0 +1,95 @@
+import {
+  Bool,
+  Field,
+  Float32,
+  Int32,
+  LargeUtf8,
+  List,
+  RecordBatchStreamWriter,
+  Table,
+  Uint8,
+  Utf8,
+  vectorFromArray,
+  type DataType,
+} from 'apache-arrow';
+import { createHash } from 'node:crypto';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { TrajectoryRow } from './row.js';
+
+const listOf = (type: DataType): List => new List(new Field('item', type, false));
+
+/** Arrow types of the trajectory columns, in the order of the spec. */
+export const TRAJECTORY_COLUMNS: { [K in keyof TrajectoryRow]: DataType } = {
+  trajectory_id: new Utf8(),
+  group_id: new Utf8(),
+  task_id: new Utf8(),
+  episode_id: new Utf8(),
+  batch_id: new Utf8(),
+  episode_index: new Int32(),
+  chain_index: new Int32(),
+  num_chains: new Int32(),
+  is_final_chain: new Bool(),
+  parent_chain_index: new Int32(),
+  fork_offset: new Int32(),
+  agent_name: new Utf8(),
+  input_ids: listOf(new Int32()),
+  prompt_length: new Int32(),
+  loss_mask: listOf(new Uint8()),
+  sampled_mask: listOf(new Uint8()),
+  logprobs: listOf(new Float32()),
+  token_version: listOf(new Int32()),
+  min_version: new Int32(),
+  max_version: new Int32(),
+  turn_starts: listOf(new Int32()),
+  turn_finish_reason: listOf(new Utf8()),
+  turn_cached_tokens: listOf(new Int32()),
+  reward: new Float32(),
+  reward_info: new Utf8(),
+  finished: new Bool(),
+  truncated: new Bool(),
+  termination_reason: new Utf8(),
+  num_turns: new Int32(),
+  num_tool_calls: new Int32(),
+  num_rollbacks: new Int32(),
+  t_episode_s: new Float32(),
+  t_llm_s: new Float32(),
+  t_env_s: new Float32(),
+  messages: new LargeUtf8(),
+};
+
+export function rowsToTable(rows: TrajectoryRow[]): Table {
+  const columns = Object.fromEntries(
+    (Object.keys(TRAJECTORY_COLUMNS) as (keyof TrajectoryRow)[]).map((name) => [
+      name,
+      vectorFromArray(
+        rows.map((r) => r[name]),
+        TRAJECTORY_COLUMNS[name],
+      ),
+    ]),
+  );
+  return new Table(columns);
+}
+
+/** One written file, as listed in the batch manifest. */
+export interface ExportedFile {
+  uri: string;
+  format: 'arrow-stream';
+  rows: number;
+  sha256: string;
+}
+
+/** Writes rows as an Arrow IPC stream file (pyarrow: `pa.ipc.open_stream(path).read_all()`). */
+export async function writeArrowStream(file: string, rows: TrajectoryRow[]): Promise<ExportedFile> {
+  await mkdir(path.dirname(file), { recursive: true });
+  const bytes = RecordBatchStreamWriter.writeAll(rowsToTable(rows)).toUint8Array(true);
+  const tmp = `${file}.tmp`;
+  await writeFile(tmp, bytes);
+  await rename(tmp, file);
+  return {
+    uri: `file://${path.resolve(file)}`,
+    format: 'arrow-stream',
+    rows: rows.length,
+    sha256: createHash('sha256').update(bytes).digest('hex'),
+  };
+}

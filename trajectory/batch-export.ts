@@ -1,0 +1,35 @@
+import path from 'node:path';
+import { assembleEpisode } from './assemble.js';
+import { writeArrowStream, type ExportedFile } from './arrow-export.js';
+import type { TrajectoryStore } from './store.js';
+import type { TrajectoryRow } from './row.js';
+
+export interface BatchExport {
+  files: ExportedFile[];
+  chains: number;
+  tokens: number;
+}
+
+/**
+ * Writes the trajectories of a batch's finished episodes (those of `groupIds`) to
+ * `<dir>/part-00000.arrow`. Only the episode's recorded session counts, so chains of abandoned
+ * attempts never reach the trainer and each episode appears exactly once.
+ */
+export async function exportBatch(
+  store: TrajectoryStore,
+  batchId: string,
+  dir: string,
+  groupIds: ReadonlySet<string>,
+): Promise<BatchExport> {
+  const rows: TrajectoryRow[] = [];
+  for (const episode of store.listEpisodes(batchId)) {
+    if (!groupIds.has(episode.groupId) || episode.outcome !== 'ok' || !episode.sessionId) continue;
+    rows.push(...assembleEpisode(episode, store.loadTurns(episode.sessionId)));
+  }
+  const file = await writeArrowStream(path.join(dir, 'part-00000.arrow'), rows);
+  return {
+    files: [file],
+    chains: rows.length,
+    tokens: rows.reduce((sum, r) => sum + r.input_ids.length, 0),
+  };
+}

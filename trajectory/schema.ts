@@ -1,0 +1,52 @@
+/** SQLite schema of the trajectory store. Token arrays are BLOBs (see codec.ts). */
+export const SCHEMA_SQL = `
+CREATE TABLE IF NOT EXISTS sessions (
+  session_id TEXT PRIMARY KEY,
+  key TEXT NOT NULL UNIQUE,
+  episode_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  info_json TEXT NOT NULL,
+  status TEXT NOT NULL DEFAULT 'open',
+  termination_reason TEXT,
+  created_at INTEGER NOT NULL,
+  closed_at INTEGER
+);
+CREATE TABLE IF NOT EXISTS turns (
+  session_id TEXT NOT NULL,
+  chain_index INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  turn_index INTEGER NOT NULL,
+  prompt_delta BLOB NOT NULL,
+  sampled BLOB NOT NULL,
+  logprobs BLOB NOT NULL,
+  finish_reason TEXT NOT NULL,
+  cached_tokens INTEGER NOT NULL,
+  version INTEGER NOT NULL,
+  t_llm_s REAL NOT NULL,
+  messages_json TEXT NOT NULL,
+  reply_json TEXT NOT NULL,
+  tools_json TEXT,
+  rolled_back INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (session_id, chain_index, seq)
+);
+CREATE TABLE IF NOT EXISTS episodes (
+  episode_id TEXT PRIMARY KEY,
+  batch_id TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  group_id TEXT NOT NULL,
+  episode_index INTEGER NOT NULL,
+  agent_name TEXT NOT NULL,
+  session_id TEXT,
+  outcome TEXT NOT NULL,
+  termination_reason TEXT NOT NULL,
+  reward REAL,
+  reward_info_json TEXT NOT NULL,
+  num_turns INTEGER NOT NULL,
+  num_tool_calls INTEGER NOT NULL,
+  t_episode_s REAL NOT NULL,
+  t_env_s REAL NOT NULL,
+  finished_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS episodes_by_batch ON episodes(batch_id, group_id, episode_index);
+`;

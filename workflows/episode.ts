@@ -1,0 +1,219 @@
+import {
+  ActivityFailure,
+  CancellationScope,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities/index.js';
+import type { EpisodeInput, EpisodeStatus, EpisodeSummary, RewardSummary, SandboxRef } from '../activities/types.js';
+import { statusQuery } from './queries.js';
+import { Outcome, Reward, Tokens, Turns } from './search-attributes.js';
+
+/**
+ * Activities on the shared queue: quick control calls, safe to retry (each is idempotent by
+ * episode id). Admission waits for capacity, so it heartbeats instead of timing out.
+ */
+const control = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 10 },
+});
+const admission = proxyActivities<Activities>({
+  startToCloseTimeout: '24 hours',
+  heartbeatTimeout: '30 seconds',
+  retry: { initialInterval: '1s', maximumInterval: '30s' },
+});
+/**
+ * Sandbox creation may fail for passing reasons (host busy, injected faults): retry with backoff.
+ * Idempotent by episode id + attempt, so a retry after a lost answer finds the same sandbox.
+ */
+const sandboxes = proxyActivities<Activities>({
+  startToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '10s', maximumAttempts: 5 },
+});
+
+/**
+ * Activities on the sandbox's own host queue. An agent step changes the sandbox, so it is retried
+ * only after the step itself recorded what ran (see agents/builtin/step.ts); a host that never picks
+ * the work up fails the attempt after the schedule-to-start timeout.
+ */
+function hostActivities(hostQueue: string) {
+  return {
+    step: proxyActivities<Activities>({
+      taskQueue: hostQueue,
+      scheduleToStartTimeout: '5 minutes',
+      startToCloseTimeout: '15 minutes',
+      heartbeatTimeout: '20 seconds',
+      retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 3 },
+    }),
+    reward: proxyActivities<Activities>({
+      taskQueue: hostQueue,
+      scheduleToStartTimeout: '5 minutes',
+      startToCloseTimeout: '15 minutes',
+      heartbeatTimeout: '20 seconds',
+      retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 3 },
+    }),
+    /** Destroy is idempotent; if the host is gone for good, the janitor removes the sandbox by TTL. */
+    cleanup: proxyActivities<Activities>({
+      taskQueue: hostQueue,
+      scheduleToCloseTimeout: '2 minutes',
+      startToCloseTimeout: '30 seconds',
+      retry: { initialInterval: '1s', maximumAttempts: 5 },
+    }),
+  };
+}
+
+/** Failures of the machinery (sandbox, worker, gateway), as opposed to the agent doing badly. */
+function isInfraFailure(error: unknown): error is ActivityFailure {
+  return error instanceof ActivityFailure;
+}
+
+function describe(error: unknown): string {
+  if (error instanceof ActivityFailure) {
+    const cause = error.cause as { message?: string } | undefined;
+    return `${error.activityType}: ${cause?.message ?? error.message}`.slice(0, 300);
+  }
+  return String(error).slice(0, 300);
+}
+
+/**
+ * One agent episode: admission, sandbox, gateway session, the agent, reward in a fresh sandbox,
+ * session close, sandbox destroy. An infrastructure failure restarts the attempt (new sandbox, new
+ * session; the old chains are never exported) up to `limits.maxInfraAttempts`; after that the
+ * episode ends as `infra_error`, never as a reward of 0.
+ */
+export async function episodeWorkflow(input: EpisodeInput): Promise<EpisodeSummary> {
+  const episodeId = workflowInfo().workflowId;
+  const startedAt = Date.now();
+  const status: EpisodeStatus = { phase: 'admitting', attempt: 0, instance: null, turns: 0, toolCalls: 0, outcome: null, reward: null };
+  setHandler(statusQuery, () => status);
+
+  const { instance } = await admission.admitEpisode({ episodeId });
+  status.instance = instance;
+  let lastError = '';
+  try {
+    for (let attempt = 0; attempt < input.limits.maxInfraAttempts; attempt++) {
+      status.attempt = attempt;
+      try {
+        return await runAttempt(input, episodeId, attempt, instance, status, startedAt);
+      } catch (error) {
+        if (!isInfraFailure(error)) throw error;
+        lastError = describe(error);
+      }
+    }
+    await control.finishEpisode({
+      episodeId,
+      episode: input,
+      sessionId: null,
+      outcome: 'infra_error',
+      terminationReason: 'infra_error',
+      reward: null,
+      turns: 0,
+      toolCalls: 0,
+      tEpisodeS: (Date.now() - startedAt) / 1000,
+      tEnvS: 0,
+    });
+    status.phase = 'done';
+    status.outcome = 'infra_error';
+    upsertSearchAttributes([{ key: Outcome, value: 'infra_error' }]);
+    return {
+      episodeId,
+      groupId: input.groupId,
+      episodeIndex: input.episodeIndex,
+      outcome: 'infra_error',
+      reward: null,
+      reason: `infra_error: ${lastError}`,
+      turns: 0,
+      tokens: 0,
+      attempts: input.limits.maxInfraAttempts,
+    };
+  } finally {
+    await CancellationScope.nonCancellable(() => control.releaseEpisode({ episodeId }));
+  }
+}
+
+async function runAttempt(
+  input: EpisodeInput,
+  episodeId: string,
+  attempt: number,
+  instance: string,
+  status: EpisodeStatus,
+  startedAt: number,
+): Promise<EpisodeSummary> {
+  status.phase = 'creating_sandbox';
+  const sandbox: SandboxRef = await sandboxes.createSandbox({ episodeId, attempt, taskSource: input.taskSource, taskId: input.taskId });
+  const host = hostActivities(sandbox.hostQueue);
+  let sessionId: string | undefined;
+  try {
+    const session = await control.openSession({ episodeId, attempt, instance, episode: input });
+    sessionId = session.sessionId;
+    status.phase = 'agent';
+    let envSeconds = 0;
+    let reason = 'max_turns';
+    // One more step than turns: the gateway answers the step past the budget with a final message.
+    for (let step = 0; step <= input.limits.maxTurns; step++) {
+      const result = await host.step.agentStep({
+        episodeId,
+        attempt,
+        sandboxId: sandbox.sandboxId,
+        sessionKey: session.key,
+        taskSource: input.taskSource,
+        taskId: input.taskId,
+        commandTimeoutMs: input.limits.commandTimeoutMs,
+      });
+      status.turns = result.turns;
+      status.toolCalls = result.toolCalls;
+      envSeconds = result.envSeconds;
+      if (result.done) {
+        reason = result.reason === 'budget' ? 'max_turns' : 'stop';
+        break;
+      }
+    }
+    status.phase = 'reward';
+    const reward: RewardSummary = await host.reward.computeReward({ episodeId, attempt, sandboxId: sandbox.sandboxId, taskSource: input.taskSource, taskId: input.taskId });
+    status.phase = 'closing';
+    const summary = await control.closeSession({ sessionId, reason });
+    const terminationReason = summary.terminationReason ?? reason;
+    await control.finishEpisode({
+      episodeId,
+      episode: input,
+      sessionId,
+      outcome: 'ok',
+      terminationReason,
+      reward,
+      turns: summary.turns,
+      toolCalls: summary.toolCalls,
+      tEpisodeS: (Date.now() - startedAt) / 1000,
+      tEnvS: envSeconds,
+    });
+    status.phase = 'done';
+    status.outcome = 'ok';
+    status.reward = reward.reward;
+    upsertSearchAttributes([
+      { key: Outcome, value: 'ok' },
+      { key: Reward, value: reward.reward },
+      { key: Turns, value: summary.turns },
+      { key: Tokens, value: summary.tokens },
+    ]);
+    sessionId = undefined;
+    return {
+      episodeId,
+      groupId: input.groupId,
+      episodeIndex: input.episodeIndex,
+      outcome: 'ok',
+      reward: reward.reward,
+      reason: terminationReason,
+      turns: summary.turns,
+      tokens: summary.tokens,
+      attempts: attempt + 1,
+    };
+  } finally {
+    await CancellationScope.nonCancellable(async () => {
+      // A session left open by a failed attempt is closed so its key stops working; its chains
+      // stay in the store but no episode points at them.
+      if (sessionId) await control.closeSession({ sessionId, reason: 'infra_error' }).catch(() => undefined);
+      await host.cleanup.cleanupAttempt({ sandboxId: sandbox.sandboxId, episodeId, attempt }).catch(() => undefined);
+    });
+  }
+}

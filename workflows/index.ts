@@ -1,0 +1,2 @@
+export { episodeWorkflow } from './episode.js';
+export { batchWorkflow } from './batch.js';
