@@ -8,7 +8,7 @@
  * config survives from one exec to the next). See `mounts.ts` and `process.ts`.
  */
 import { execFile } from 'node:child_process';
-import { mkdir, readdir, realpath, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { join, posix, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import {
@@ -103,6 +103,9 @@ export class BubblewrapProvider implements SandboxProvider {
   private readonly creating = new Map<string, Promise<SandboxInfo>>();
   /** Commands running in this process, by sandbox id: destroy kills them. */
   private readonly running = new Map<string, Set<RunningCommand>>();
+  /** Sandboxes being removed: an exec starting meanwhile is killed at once. */
+  private readonly removing = new Set<string>();
+  private emptyFileReady: Promise<string> | undefined;
 
   constructor(options: BubblewrapProviderOptions) {
     this.rootDir = resolve(options.rootDir);
@@ -136,6 +139,7 @@ export class BubblewrapProvider implements SandboxProvider {
         workspaceHostDir: join(dir, 'workspace'),
         tmpHostDir: join(dir, 'tmp'),
         maskedPaths: await this.maskedPaths(),
+        emptyFile: await this.emptyFile(),
         readOnlyMounts: meta.readOnlyMounts,
       }),
     ];
@@ -150,6 +154,8 @@ export class BubblewrapProvider implements SandboxProvider {
     });
     const runs = this.running.get(id) ?? new Set<RunningCommand>();
     this.running.set(id, runs.add(run));
+    // Registered and checked in one tick: a concurrent remove either sees this run or is seen.
+    if (this.removing.has(id)) run.kill();
     try {
       const outcome = await run.done;
       if (outcome.killed) throw new SandboxGoneError(id);
@@ -317,10 +323,15 @@ export class BubblewrapProvider implements SandboxProvider {
 
   /** Kills the sandbox's running commands, waits until their processes are gone, removes it. */
   private async remove(id: string): Promise<void> {
-    const runs = [...(this.running.get(id) ?? [])];
-    for (const run of runs) run.kill();
-    await Promise.allSettled(runs.map((run) => run.done));
-    await rm(this.dir(id), { recursive: true, force: true, maxRetries: 3 });
+    this.removing.add(id);
+    try {
+      const runs = [...(this.running.get(id) ?? [])];
+      for (const run of runs) run.kill();
+      await Promise.allSettled(runs.map((run) => run.done));
+      await rm(this.dir(id), { recursive: true, force: true, maxRetries: 3 });
+    } finally {
+      this.removing.delete(id);
+    }
   }
 
   private async sandboxDirs(): Promise<string[]> {
@@ -337,6 +348,17 @@ export class BubblewrapProvider implements SandboxProvider {
     } catch {
       return 0;
     }
+  }
+
+  /** `<rootDir>/.empty`, made once per provider; rootDir itself is masked, the bind source is not. */
+  private emptyFile(): Promise<string> {
+    this.emptyFileReady ??= (async (): Promise<string> => {
+      const path = join(this.rootDir, '.empty');
+      await mkdir(this.rootDir, { recursive: true });
+      await writeFile(path, '', { mode: 0o444 });
+      return path;
+    })();
+    return this.emptyFileReady;
   }
 
   /** The hidden paths and rootDir as real paths, so a symlinked data dir is masked where it lives. */

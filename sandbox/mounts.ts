@@ -36,8 +36,10 @@ export interface MountPlan {
   workspaceHostDir: string;
   /** Host directory bound read-write at `/tmp` (and so `HOME`); persists across execs. */
   tmpHostDir: string;
-  /** Host paths (already resolved with realpath) hidden behind an empty tmpfs or `/dev/null`. */
+  /** Host paths (already resolved with realpath) hidden behind an empty tmpfs or empty file. */
   maskedPaths: string[];
+  /** An empty, read-only host file bound over masked files (`/dev/null` would be unopenable: nodev). */
+  emptyFile: string;
   readOnlyMounts: { hostPath: string; sandboxPath: string }[];
 }
 
@@ -118,7 +120,7 @@ export function mountArgs(plan: MountPlan, fs: HostFs = realHostFs): string[] {
   args.push('--proc', '/proc', '--dev', '/dev', '--bind', plan.tmpHostDir, '/tmp');
   for (const path of masks(plan.maskedPaths, fs)) {
     if (fs.lstat(path)?.isDirectory()) args.push('--tmpfs', path);
-    else args.push('--ro-bind', '/dev/null', path);
+    else args.push('--ro-bind', plan.emptyFile, path);
   }
   args.push('--bind', plan.workspaceHostDir, WORKSPACE);
   for (const m of plan.readOnlyMounts) {

@@ -1,13 +1,17 @@
 /**
  * Running one command under bwrap: output caps, stdin, timeout, and killing the whole sandbox.
  *
- * The kill goes to the sandbox's pid-namespace init (its host pid comes from `--info-fd`), not to
- * the outer bwrap: the kernel kills every process in a pid namespace when its init dies, and the
- * outer bwrap exits only once that init has been reaped, which happens only after the whole
- * namespace is empty. So when a run settles, nothing it started is left on the host.
+ * Every run has its own pid namespace, whose init is a bwrap process (its host pid and namespace
+ * inode come from `--info-fd`). The kernel kills every process in a pid namespace when its init
+ * dies, and the init only turns zombie once the namespace is empty. The outer bwrap, though, exits
+ * as soon as the command itself exits, while a daemonised child may still hold the init up; so a
+ * run settles only after its init has been killed and has turned zombie (or is gone). Then
+ * nothing the run started is left on the host, whether it finished, timed out or was killed.
  */
 import { spawn } from 'node:child_process';
+import { readFile, readlink } from 'node:fs/promises';
 import { constants } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Readable } from 'node:stream';
 import { ProviderUnavailableError } from './provider.js';
 
@@ -75,6 +79,34 @@ class CappedSink {
   }
 }
 
+interface SandboxInit {
+  pid: number;
+  pidNamespace: number;
+}
+
+/** `undefined` once the pid is gone or no longer that namespace's init; else its state letter. */
+async function initState(init: SandboxInit): Promise<string | undefined> {
+  try {
+    if ((await readlink(`/proc/${init.pid}/ns/pid`)) !== `pid:[${init.pidNamespace}]`) return undefined;
+    const stat = await readFile(`/proc/${init.pid}/stat`, 'utf8');
+    return stat.charAt(stat.lastIndexOf(')') + 2);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Kills the namespace's init and resolves once the namespace is empty (init zombie or gone). */
+async function killInit(init: SandboxInit): Promise<void> {
+  for (let state = await initState(init); state !== undefined && state !== 'Z' && state !== 'X'; state = await initState(init)) {
+    try {
+      process.kill(init.pid, 'SIGKILL');
+    } catch {
+      return; // gone between the check and the kill
+    }
+    await sleep(1);
+  }
+}
+
 export function runInBwrap(req: RunRequest): RunningCommand {
   const startedAt = performance.now();
   const child = spawn(
@@ -86,11 +118,14 @@ export function runInBwrap(req: RunRequest): RunningCommand {
   const stderr = new CappedSink(child.stderr!, req.maxOutputBytes);
 
   let info = '';
-  let initPid: number | undefined;
+  let init: SandboxInit | undefined;
   (child.stdio[INFO_FD] as Readable).on('data', (chunk: Buffer) => {
     info += chunk.toString('utf8');
     try {
-      initPid = (JSON.parse(info) as { 'child-pid'?: number })['child-pid'];
+      const parsed = JSON.parse(info) as { 'child-pid'?: number; 'pid-namespace'?: number };
+      if (parsed['child-pid'] !== undefined && parsed['pid-namespace'] !== undefined) {
+        init = { pid: parsed['child-pid'], pidNamespace: parsed['pid-namespace'] };
+      }
     } catch {
       // Not all of the JSON has arrived yet.
     }
@@ -109,12 +144,8 @@ export function runInBwrap(req: RunRequest): RunningCommand {
   let timedOut = false;
   let killed = false;
   const killSandbox = (): void => {
-    try {
-      if (initPid !== undefined) process.kill(initPid, 'SIGKILL');
-      else child.kill('SIGKILL'); // still setting up: --die-with-parent takes the rest down
-    } catch {
-      // Already gone.
-    }
+    if (init) void killInit(init);
+    else child.kill('SIGKILL'); // still setting up: --die-with-parent takes the rest down
   };
   const timer = setTimeout(() => {
     timedOut = true;
@@ -126,8 +157,10 @@ export function runInBwrap(req: RunRequest): RunningCommand {
       clearTimeout(timer);
       reject(new ProviderUnavailableError(`cannot run ${req.bwrapPath}: ${err.message}`, { cause: err }));
     });
-    child.on('close', (code: number | null, signal: NodeJS.Signals | null) => {
+    child.on('close', async (code: number | null, signal: NodeJS.Signals | null) => {
       clearTimeout(timer);
+      const durationMs = Math.round(performance.now() - startedAt);
+      if (init) await killInit(init);
       const outcome: RunOutcome = {
         exitCode: code ?? 128 + (signal ? constants.signals[signal] : 0),
         timedOut,
@@ -135,7 +168,7 @@ export function runInBwrap(req: RunRequest): RunningCommand {
         stdout: stdout.text(),
         stderr: stderr.text(),
         truncated: stdout.truncated || stderr.truncated,
-        durationMs: Math.round(performance.now() - startedAt),
+        durationMs,
       };
       if (!started && !timedOut && !killed) {
         reject(new ProviderUnavailableError(`bwrap failed to start the sandbox: ${outcome.stderr.trim()}`));

@@ -63,6 +63,7 @@ export const ConfigSchema = z
       .object({
         provider: z.literal('bubblewrap').default('bubblewrap'),
         createFailureRate: z.number().min(0).max(1).default(0),
+        faultSeed: z.number().int().default(0),
         ttlMs: z.number().int().positive().default(2 * 60 * 60 * 1000),
       })
       .prefault({}),

@@ -172,7 +172,7 @@ export async function startWorker(
       rootDir: paths.sandboxes,
       hiddenPaths: [PROJECT_ROOT, config.dataDir, ...(config.batch.tasks === BUILTIN_TASKS ? [] : [path.resolve(config.batch.tasks)])],
       createFailureRate: config.sandbox.createFailureRate,
-      seed: Date.now() % 1_000_000,
+      seed: config.sandbox.faultSeed,
       defaultTtlMs: config.sandbox.ttlMs,
     }),
     tasks: ctx.tasks,

@@ -78,13 +78,14 @@ export function splitDiff(diff: string): DiffSection[] {
   let current: DiffSection | undefined;
   /** In a git section's extended header (before its first hunk): `---`/`+++` belong to it. */
   let inGitHeader = false;
-  const start = (paths: string[]): DiffSection => {
-    const s: DiffSection = { text: '', paths };
-    sections.push(s);
-    return s;
-  };
   const addPath = (section: DiffSection, path: string | undefined): void => {
     if (path !== undefined && !section.paths.includes(path)) section.paths.push(path);
+  };
+  const start = (paths: string[]): DiffSection => {
+    const s: DiffSection = { text: '', paths: [] };
+    for (const p of paths) addPath(s, p);
+    sections.push(s);
+    return s;
   };
 
   for (let i = 0; i < lines.length; i++) {

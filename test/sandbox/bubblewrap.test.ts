@@ -91,14 +91,15 @@ describe('BubblewrapProvider', () => {
 
   it('returns the same sandbox for a retried create, even concurrently', async () => {
     const k = key();
-    const before = (await readdir(rootDir)).length;
+    const sandboxDirs = async (): Promise<number> => (await readdir(rootDir)).filter((e) => e.startsWith('sb-')).length;
+    const before = await sandboxDirs();
     const [a, b, c] = await Promise.all([1, 2, 3].map(() => provider.create({ idempotencyKey: k, workspaceDir: workspace })));
     await provider.exec(a!.id, { shell: 'echo mine > mark' });
     const again = await provider.create({ idempotencyKey: k, workspaceDir: workspace });
     expect(new Set([a!.id, b!.id, c!.id, again.id]).size).toBe(1);
     expect(again.createdAt).toBe(a!.createdAt);
     expect((await provider.exec(again.id, ['cat', 'mark'])).stdout).toBe('mine\n');
-    expect((await readdir(rootDir)).length).toBe(before + 1);
+    expect(await sandboxDirs()).toBe(before + 1);
     await provider.destroy(a!.id);
   });
 
@@ -381,7 +382,7 @@ describe('BubblewrapProvider housekeeping', () => {
     expect((await small.create({ idempotencyKey: aKey, workspaceDir: workspace })).id).toBe(a.id);
     await small.destroy(a.id);
     await small.create({ idempotencyKey: key(), workspaceDir: workspace });
-    expect((await readdir(root)).length).toBe(2);
+    expect((await readdir(root)).filter((e) => e.startsWith('sb-')).length).toBe(2);
   });
 
   it('sweeps expired and half-made sandboxes, killing their commands', async () => {
@@ -400,7 +401,7 @@ describe('BubblewrapProvider housekeeping', () => {
     const removed = await p.sweepExpired(Date.now() + 2 * 3_600_000);
     expect(removed.sort()).toEqual([expiring.id, halfMade].sort());
     expect(await running).toBeInstanceOf(SandboxGoneError);
-    expect(await readdir(root)).toEqual([kept.id]);
+    expect((await readdir(root)).filter((e) => e.startsWith('sb-'))).toEqual([kept.id]);
     expect(await p.status(kept.id)).toBe('running');
   });
 

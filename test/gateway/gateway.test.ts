@@ -1,0 +1,202 @@
+import type { FastifyInstance } from 'fastify';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
+import { buildGateway } from '../../gateway/server.js';
+import { TrajectoryStore, type SessionInfo } from '../../trajectory/index.js';
+import { readSseData } from '../../gateway/backends/sse.js';
+import { testCodec } from '../helpers/stack.js';
+
+const ADMIN = 'test-admin-token';
+const tools = [{ type: 'function', function: { name: 'shell', parameters: { type: 'object', properties: { command: { type: 'string' } } } } }];
+const script = {
+  wanderProbability: 0,
+  tasks: [
+    {
+      taskId: 'widget',
+      match: 'Fix the widget',
+      solve: [
+        { thought: 'List the files first.', tool: { name: 'shell', arguments: { command: 'ls' } } },
+        { thought: 'Read the widget.', tool: { name: 'shell', arguments: { command: 'cat widget.py' } } },
+        { thought: 'Done now.', tool: null, content: 'The widget is fixed.' },
+      ],
+      wander: [{ thought: 'Give up.', tool: null, content: 'No.' }],
+    },
+  ],
+};
+
+let engine: EngineSim;
+let store: TrajectoryStore;
+let storeFile: string;
+let gateway: FastifyInstance;
+let url: string;
+
+async function startGateway(): Promise<void> {
+  const codec = await testCodec();
+  gateway = await buildGateway({ codec, store, engines: [{ name: 'e0', kind: 'vllm', url: engine.url }], modelName: 'Qwen/Qwen3-8B', adminToken: ADMIN });
+  await gateway.listen({ host: '127.0.0.1', port: 0 });
+  const address = gateway.server.address();
+  url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+}
+
+const info = (maxTurns = 10): SessionInfo => ({
+  batchId: 'b',
+  taskId: 'widget',
+  groupId: 'b.g0',
+  episodeIndex: 0,
+  agentName: 'test',
+  homeInstance: 'e0',
+  budgets: { maxTurns, maxContextTokens: 32_768, maxWallTimeMs: 600_000 },
+  sampling: { temperature: 1, topP: 1, maxTokens: 512 },
+});
+
+async function openSession(sessionId: string, maxTurns?: number): Promise<string> {
+  const r = await fetch(`${url}/admin/v1/sessions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` },
+    body: JSON.stringify({ sessionId, episodeId: sessionId, attempt: 0, info: info(maxTurns) }),
+  });
+  expect(r.status).toBe(200);
+  return ((await r.json()) as { key: string }).key;
+}
+
+async function chat(key: string, body: object, prefix = ''): Promise<{ status: number; json: any }> {
+  const r = await fetch(`${url}${prefix}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body: JSON.stringify(body),
+  });
+  return { status: r.status, json: await r.json() };
+}
+
+const first = [
+  { role: 'system', content: 'You are an agent.' },
+  { role: 'user', content: 'Fix the widget please.' },
+];
+
+beforeAll(async () => {
+  const codec = await testCodec();
+  engine = await startEngineSim({ tokenizer: codec.tokenizer, script, timeScale: 0 });
+  storeFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'gw-')), 'store.sqlite');
+  store = TrajectoryStore.open(storeFile);
+  await startGateway();
+});
+
+afterAll(async () => {
+  await gateway?.close();
+  await engine?.close();
+  store?.close();
+});
+
+describe('gateway: OpenAI Chat Completions with token-in-token-out chains', () => {
+  it('answers with parsed tool calls and exact usage, and stores what the engine sampled', async () => {
+    const key = await openSession('s-basic');
+    const r = await chat(key, { model: 'x', messages: first, tools });
+    expect(r.status).toBe(200);
+    const choice = r.json.choices[0];
+    expect(choice.finish_reason).toBe('tool_calls');
+    expect(choice.message.reasoning_content).toBe('List the files first.');
+    expect(choice.message.tool_calls[0].function).toEqual({ name: 'shell', arguments: '{"command":"ls"}' });
+    const turns = store.loadTurns('s-basic');
+    expect(turns).toHaveLength(1);
+    expect(r.json.usage.prompt_tokens).toBe(turns[0]!.promptDelta.length);
+    expect(r.json.usage.completion_tokens).toBe(turns[0]!.sampled.length);
+    const codec = await testCodec();
+    expect(turns[0]!.sampled.at(-1)).toBe(codec.encoder.endOfTurnId);
+    expect(turns[0]!.logprobs).toHaveLength(turns[0]!.sampled.length);
+    expect(turns[0]!.logprobs.every((p) => p <= 0)).toBe(true);
+  });
+
+  it('continues the chain by appending only the new messages, and rolls back a retried turn', async () => {
+    const key = await openSession('s-chain');
+    const t1 = await chat(key, { messages: first, tools });
+    const assistant1 = t1.json.choices[0].message;
+    const second = [...first, assistant1, { role: 'tool', tool_call_id: assistant1.tool_calls[0].id, content: 'widget.py' }];
+    const t2 = await chat(key, { messages: second, tools });
+    expect(t2.json.choices[0].message.tool_calls[0].function.arguments).toBe('{"command":"cat widget.py"}');
+    // The client echoes history differently (no reasoning, content as parts): still the same chain.
+    const echoed = [{ role: 'system', content: [{ type: 'text', text: 'You are an agent.' }] }, ...second.slice(1).map((m) => ({ ...m, reasoning_content: undefined }))];
+    const retry = await chat(key, { messages: echoed, tools });
+    expect(retry.status).toBe(200);
+    const turns = store.loadTurns('s-chain');
+    expect(turns.map((t) => [t.chainIndex, t.rolledBack])).toEqual([[0, false], [0, true], [0, false]]);
+    const [a, , c] = turns;
+    // Turn 2's prompt is turn 1's tokens plus the encoded tool result.
+    expect(c!.promptDelta.length).toBeGreaterThan(0);
+    const codec = await testCodec();
+    expect(codec.tokenizer.decode(c!.promptDelta)).toBe('\n<|im_start|>user\n<tool_response>\nwidget.py\n</tool_response><|im_end|>\n<|im_start|>assistant\n');
+    expect(retry.json.usage.prompt_tokens).toBe(a!.promptDelta.length + a!.sampled.length + c!.promptDelta.length);
+  });
+
+  it('starts a new chain for a different conversation in the same session', async () => {
+    const key = await openSession('s-chains');
+    await chat(key, { messages: first, tools });
+    await chat(key, { messages: [{ role: 'user', content: 'Write a title for this conversation.' }] });
+    expect(new Set(store.loadTurns('s-chains').map((t) => t.chainIndex))).toEqual(new Set([0, 1]));
+  });
+
+  it('streams reasoning, content and tool calls, then usage and [DONE]', async () => {
+    const key = await openSession('s-stream');
+    const r = await fetch(`${url}/s/${key}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: first, tools, stream: true, stream_options: { include_usage: true } }),
+    });
+    expect(r.headers.get('content-type')).toContain('text/event-stream');
+    const events: string[] = [];
+    for await (const data of readSseData(r.body!)) events.push(data);
+    expect(events.at(-1)).toBe('[DONE]');
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
+    const reasoning = chunks.map((c) => c.choices[0]?.delta?.reasoning_content ?? '').join('');
+    expect(reasoning.trim()).toBe('List the files first.');
+    const call = chunks.find((c) => c.choices[0]?.delta?.tool_calls)!.choices[0].delta.tool_calls[0];
+    expect(call.function).toEqual({ name: 'shell', arguments: '{"command":"ls"}' });
+    expect(chunks.find((c) => c.choices[0]?.finish_reason)!.choices[0].finish_reason).toBe('tool_calls');
+    const usage = chunks.at(-1).usage;
+    expect(usage.prompt_tokens + usage.completion_tokens).toBe(usage.total_tokens);
+    expect(store.loadTurns('s-stream')[0]!.sampled).toHaveLength(usage.completion_tokens);
+  });
+
+  it('keeps committed turns across a gateway restart', async () => {
+    const key = await openSession('s-restart');
+    const t1 = await chat(key, { messages: first, tools });
+    await gateway.close();
+    await startGateway();
+    const a1 = t1.json.choices[0].message;
+    const t2 = await chat(key, { messages: [...first, a1, { role: 'tool', content: 'widget.py' }], tools });
+    expect(t2.status).toBe(200);
+    const turns = store.loadTurns('s-restart');
+    expect(turns.map((t) => t.chainIndex)).toEqual([0, 0]);
+    expect(t2.json.usage.prompt_tokens).toBe(turns[0]!.promptDelta.length + turns[0]!.sampled.length + turns[1]!.promptDelta.length);
+  });
+
+  it('answers past the turn budget with a final message and records why', async () => {
+    const key = await openSession('s-budget', 1);
+    const t1 = await chat(key, { messages: first, tools });
+    const a1 = t1.json.choices[0].message;
+    const t2 = await chat(key, { messages: [...first, a1, { role: 'tool', content: 'x' }], tools });
+    expect(t2.json.choices[0]).toMatchObject({ finish_reason: 'length', message: { role: 'assistant' } });
+    expect(t2.json.choices[0].message.tool_calls).toBeUndefined();
+    const close = await fetch(`${url}/admin/v1/sessions/s-budget/close`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` },
+      body: JSON.stringify({ reason: 'stop' }),
+    });
+    expect(await close.json()).toMatchObject({ turns: 1, terminationReason: 'max_turns' });
+    expect((await chat(key, { messages: first })).status).toBe(401);
+  });
+
+  it('rejects bad requests in the OpenAI error envelope', async () => {
+    const key = await openSession('s-errors');
+    expect(await chat('sk-unknown', { messages: first })).toMatchObject({ status: 401, json: { error: { type: 'authentication_error' } } });
+    expect(await chat(key, { messages: [] })).toMatchObject({ status: 400, json: { error: { type: 'invalid_request_error' } } });
+    expect((await chat(key, { messages: first, n: 2 })).status).toBe(400);
+    const badArgs = [...first, { role: 'assistant', content: '', tool_calls: [{ id: 'c', type: 'function', function: { name: 'shell', arguments: '{oops' } }] }];
+    expect((await chat(key, { messages: badArgs })).json.error.message).toContain('not a JSON object');
+    expect((await fetch(`${url}/admin/v1/sessions`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })).status).toBe(401);
+    expect((await fetch(`${url}/`, { method: 'HEAD' })).status).toBe(200);
+    expect(((await (await fetch(`${url}/v1/models`)).json()) as any).data[0].id).toBe('Qwen/Qwen3-8B');
+  });
+});

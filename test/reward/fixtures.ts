@@ -1,0 +1,154 @@
+/** Small task fixtures for the reward tests: a Python unittest repo and a node:test repo. */
+import { TaskSchema, type Task } from '../../tasks/schema.js';
+import { workspaceDiff } from '../../tasks/reward/index.js';
+import type { SandboxProvider } from '../../sandbox/provider.js';
+import { newFileDiff, tempDir, writeTree } from '../sandbox/helpers.js';
+
+export const PY_FILES: Record<string, string> = {
+  '.gitignore': '__pycache__/\n',
+  'calc/__init__.py': 'def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n',
+  'tests/__init__.py': '',
+  'tests/test_calc.py': `import unittest
+
+from calc import mul
+
+
+class TestCalc(unittest.TestCase):
+    def test_mul(self):
+        self.assertEqual(mul(2, 3), 6)
+`,
+};
+
+export const PY_FIX: Record<string, string> = {
+  'calc/__init__.py': 'def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n',
+};
+
+const PY_HIDDEN = `import unittest
+
+from calc import add
+
+
+class TestHidden(unittest.TestCase):
+    def test_add(self):
+        self.assertEqual(add(2, 3), 5)
+
+    def test_add_negative(self):
+        self.assertEqual(add(-1, 1), 0)
+`;
+
+/** What an agent might write to game the tests: same ids, always passing. */
+export const PY_FAKE_TESTS: Record<string, string> = {
+  'tests/test_hidden.py': `import unittest
+
+
+class TestHidden(unittest.TestCase):
+    def test_add(self):
+        pass
+
+    def test_add_negative(self):
+        pass
+`,
+  'tests/test_calc.py': 'import unittest\n\n\nclass TestCalc(unittest.TestCase):\n    def test_mul(self):\n        pass\n',
+  'conftest.py': 'raise SystemExit(0)\n',
+};
+
+export const JS_FILES: Record<string, string> = {
+  'package.json': '{ "name": "mathlib", "type": "module" }\n',
+  'src/math.js': 'export function add(a, b) {\n  return a - b;\n}\n\nexport function mul(a, b) {\n  return a * b;\n}\n',
+  'test/math.test.js': `import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mul } from '../src/math.js';
+
+describe('math', () => {
+  test('multiplies', () => assert.equal(mul(2, 3), 6));
+});
+`,
+};
+
+export const JS_FIX: Record<string, string> = {
+  'src/math.js': 'export function add(a, b) {\n  return a + b;\n}\n\nexport function mul(a, b) {\n  return a * b;\n}\n',
+};
+
+const JS_HIDDEN = `import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { add } from '../src/math.js';
+
+describe('add', () => {
+  test('adds two numbers', () => assert.equal(add(2, 3), 5));
+  describe('negative', () => {
+    test('adds negatives', () => assert.equal(add(-1, 1), 0));
+  });
+});
+`;
+
+export const JS_FAKE_TESTS: Record<string, string> = {
+  'test/hidden.test.js': `import { describe, test } from 'node:test';
+describe('add', () => {
+  test('adds two numbers', () => {});
+  describe('negative', () => {
+    test('adds negatives', () => {});
+  });
+});
+`,
+  'test/math.test.js': `import { describe, test } from 'node:test';
+describe('math', () => {
+  test('multiplies', () => {});
+});
+`,
+  'vitest.config.js': 'export default {};\n',
+};
+
+export async function pythonTask(overrides: Partial<Record<string, unknown>> = {}): Promise<{ task: Task; dir: string }> {
+  const dir = await tempDir('py-task');
+  await writeTree(dir, PY_FILES);
+  const task = TaskSchema.parse({
+    instance_id: 'py-calc-1',
+    repo: 'fixture/calc',
+    problem_statement: 'add() subtracts',
+    patch: 'gold patch is not used by the reward',
+    test_patch: newFileDiff('tests/test_hidden.py', PY_HIDDEN),
+    FAIL_TO_PASS: ['tests.test_hidden.TestHidden.test_add', 'tests.test_hidden.TestHidden.test_add_negative'],
+    PASS_TO_PASS: ['tests.test_calc.TestCalc.test_mul'],
+    workspace: { kind: 'dir', path: dir },
+    test_framework: 'unittest',
+    ...overrides,
+  });
+  return { task, dir };
+}
+
+export async function nodeTask(overrides: Partial<Record<string, unknown>> = {}): Promise<{ task: Task; dir: string }> {
+  const dir = await tempDir('js-task');
+  await writeTree(dir, JS_FILES);
+  const task = TaskSchema.parse({
+    instance_id: 'js-math-1',
+    repo: 'fixture/mathlib',
+    problem_statement: 'add() subtracts',
+    patch: 'gold patch is not used by the reward',
+    test_patch: newFileDiff('test/hidden.test.js', JS_HIDDEN),
+    FAIL_TO_PASS: ['add > adds two numbers', 'add > negative > adds negatives'],
+    PASS_TO_PASS: ['math > multiplies'],
+    workspace: { kind: 'dir', path: dir },
+    test_framework: 'node-test',
+    ...overrides,
+  });
+  return { task, dir };
+}
+
+let agentRuns = 0;
+
+/** Plays the agent: edits files in its own sandbox and returns its workspace diff. */
+export async function agentDiff(
+  provider: SandboxProvider,
+  workspaceDir: string,
+  edits: Record<string, string>,
+  shell?: string,
+): Promise<string> {
+  const { id } = await provider.create({ idempotencyKey: `agent-${process.pid}-${agentRuns++}`, workspaceDir });
+  try {
+    for (const [path, content] of Object.entries(edits)) await provider.writeFile(id, path, content);
+    if (shell) await provider.exec(id, { shell });
+    return await workspaceDiff(provider, id);
+  } finally {
+    await provider.destroy(id);
+  }
+}
