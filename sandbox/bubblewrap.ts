@@ -131,7 +131,12 @@ export class BubblewrapProvider implements SandboxProvider {
     const argv = Array.isArray(command) ? command : ['/bin/sh', '-c', command.shell];
     if (argv.length === 0) throw new InvalidSandboxSpecError('empty command');
     const dir = this.dir(id);
-    const env: Record<string, string> = { PATH: SANDBOX_PATH, HOME: '/tmp', LANG: 'C.UTF-8', ...options.env };
+    const env: Record<string, string> = {
+      PATH: SANDBOX_PATH,
+      HOME: '/tmp',
+      LANG: 'C.UTF-8',
+      ...options.env,
+    };
     const bwrapArgs = [
       ...ISOLATION_ARGS,
       ...Object.entries(env).flatMap(([k, v]) => ['--setenv', k, v]),
@@ -192,7 +197,10 @@ export class BubblewrapProvider implements SandboxProvider {
 
   async extendTtl(id: string, ms: number): Promise<void> {
     const meta = await this.liveMeta(id);
-    await writeMeta(this.dir(id), { ...meta, expiresAt: Math.max(meta.expiresAt, Date.now() + ms) });
+    await writeMeta(this.dir(id), {
+      ...meta,
+      expiresAt: Math.max(meta.expiresAt, Date.now() + ms),
+    });
   }
 
   async destroy(id: string): Promise<void> {
@@ -205,7 +213,8 @@ export class BubblewrapProvider implements SandboxProvider {
     const infos: SandboxInfo[] = [];
     for (const id of await this.sandboxDirs()) {
       const meta = await readMeta(this.dir(id));
-      if (meta && Object.entries(labels).every(([k, v]) => meta.labels[k] === v)) infos.push(infoOf(meta));
+      if (meta && Object.entries(labels).every(([k, v]) => meta.labels[k] === v))
+        infos.push(infoOf(meta));
     }
     return infos;
   }
@@ -219,7 +228,9 @@ export class BubblewrapProvider implements SandboxProvider {
     for (const id of await this.sandboxDirs()) {
       if (this.creating.has(id)) continue;
       const meta = await readMeta(this.dir(id));
-      const expired = meta ? meta.expiresAt <= now : now - (await this.dirMtime(id)) >= this.halfMadeGraceMs;
+      const expired = meta
+        ? meta.expiresAt <= now
+        : now - (await this.dirMtime(id)) >= this.halfMadeGraceMs;
       if (expired) {
         await this.remove(id);
         removed.push(id);
@@ -246,7 +257,9 @@ export class BubblewrapProvider implements SandboxProvider {
     const existing = await readMeta(dir);
     if (existing && existing.expiresAt > Date.now()) {
       if (existing.idempotencyKey !== spec.idempotencyKey) {
-        throw new InvalidSandboxSpecError(`sandbox id ${id} collides with key ${existing.idempotencyKey}`);
+        throw new InvalidSandboxSpecError(
+          `sandbox id ${id} collides with key ${existing.idempotencyKey}`,
+        );
       }
       return infoOf(existing);
     }
@@ -260,7 +273,10 @@ export class BubblewrapProvider implements SandboxProvider {
       if (spec.initGitRepo ?? true) await this.initGitRepo(join(dir, 'workspace'));
     } catch (err) {
       await rm(dir, { recursive: true, force: true });
-      throw new ProviderUnavailableError(`cannot prepare sandbox ${id}: ${(err as Error).message}`, { cause: err });
+      throw new ProviderUnavailableError(
+        `cannot prepare sandbox ${id}: ${(err as Error).message}`,
+        { cause: err },
+      );
     }
     const createdAt = Date.now();
     const meta: SandboxMeta = {
@@ -285,8 +301,12 @@ export class BubblewrapProvider implements SandboxProvider {
       (s) => s.isDirectory(),
       () => false,
     );
-    if (!isDir) throw new InvalidSandboxSpecError(`workspaceDir is not a directory: ${workspaceDir}`);
-    const mounts = (spec.readOnlyMounts ?? []).map((m) => ({ hostPath: resolve(m.hostPath), sandboxPath: m.sandboxPath }));
+    if (!isDir)
+      throw new InvalidSandboxSpecError(`workspaceDir is not a directory: ${workspaceDir}`);
+    const mounts = (spec.readOnlyMounts ?? []).map((m) => ({
+      hostPath: resolve(m.hostPath),
+      sandboxPath: m.sandboxPath,
+    }));
     for (const m of mounts) {
       checkSandboxPath(m.sandboxPath);
       const top = `/${m.sandboxPath.split('/')[1]}`;
@@ -297,7 +317,8 @@ export class BubblewrapProvider implements SandboxProvider {
         () => true,
         () => false,
       );
-      if (!exists) throw new InvalidSandboxSpecError(`read-only mount source is missing: ${m.hostPath}`);
+      if (!exists)
+        throw new InvalidSandboxSpecError(`read-only mount source is missing: ${m.hostPath}`);
     }
     return mounts;
   }
@@ -317,7 +338,9 @@ export class BubblewrapProvider implements SandboxProvider {
     if ((await count()) < this.maxSandboxes) return;
     await this.sweepExpired();
     if ((await count()) >= this.maxSandboxes) {
-      throw new SandboxQuotaError(`${this.maxSandboxes} sandboxes already exist under ${this.rootDir}`);
+      throw new SandboxQuotaError(
+        `${this.maxSandboxes} sandboxes already exist under ${this.rootDir}`,
+      );
     }
   }
 

@@ -42,7 +42,8 @@ export class FaultInjectingProvider implements SandboxProvider {
     options: FaultInjectionOptions = {},
   ) {
     this.rate = options.createFailureRate ?? 0;
-    if (!(this.rate >= 0 && this.rate <= 1)) throw new RangeError(`createFailureRate must be in 0..1, got ${this.rate}`);
+    if (!(this.rate >= 0 && this.rate <= 1))
+      throw new RangeError(`createFailureRate must be in 0..1, got ${this.rate}`);
     this.random = mulberry32(options.seed ?? 0);
     this.name = `${inner.name}+faults`;
   }

@@ -58,20 +58,29 @@ export async function readFileViaExec(
   const r = await provider.exec(id, ['/bin/sh', '-c', READ_SCRIPT, 'read-file', abs], {
     maxOutputBytes: Math.ceil(maxBytes / 3) * 4,
   });
-  if (r.exitCode === ESCAPES) throw new InvalidSandboxSpecError(`path resolves outside ${WORKSPACE}: ${path}`);
+  if (r.exitCode === ESCAPES)
+    throw new InvalidSandboxSpecError(`path resolves outside ${WORKSPACE}: ${path}`);
   if (r.exitCode === NOT_FOUND) throw new SandboxFileError(abs, 'no such file');
   if (r.exitCode === NOT_A_FILE) throw new SandboxFileError(abs, 'not a regular file');
-  if (r.timedOut || r.exitCode !== 0) throw new SandboxFileError(abs, `read failed: ${r.stderr.trim()}`);
+  if (r.timedOut || r.exitCode !== 0)
+    throw new SandboxFileError(abs, `read failed: ${r.stderr.trim()}`);
   if (r.truncated) throw new SandboxFileError(abs, `larger than ${maxBytes} bytes`);
   return Buffer.from(r.stdout, 'base64');
 }
 
 /** Creates missing parent directories; replaces the file if it exists. */
-export async function writeFileViaExec(provider: Exec, id: string, path: string, data: Buffer | string): Promise<void> {
+export async function writeFileViaExec(
+  provider: Exec,
+  id: string,
+  path: string,
+  data: Buffer | string,
+): Promise<void> {
   const abs = workspacePath(path);
   const r = await provider.exec(id, ['/bin/sh', '-c', WRITE_SCRIPT, 'write-file', abs], {
     stdin: Buffer.from(data).toString('base64'),
   });
-  if (r.exitCode === ESCAPES) throw new InvalidSandboxSpecError(`path resolves outside ${WORKSPACE}: ${path}`);
-  if (r.timedOut || r.exitCode !== 0) throw new SandboxFileError(abs, `write failed: ${r.stderr.trim()}`);
+  if (r.exitCode === ESCAPES)
+    throw new InvalidSandboxSpecError(`path resolves outside ${WORKSPACE}: ${path}`);
+  if (r.timedOut || r.exitCode !== 0)
+    throw new SandboxFileError(abs, `write failed: ${r.stderr.trim()}`);
 }

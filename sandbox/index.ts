@@ -31,5 +31,7 @@ export function createSandboxProvider(config: SandboxProviderConfig): SandboxPro
     defaultTtlMs: config.defaultTtlMs,
   });
   const rate = config.createFailureRate ?? 0;
-  return rate > 0 ? new FaultInjectingProvider(provider, { createFailureRate: rate, seed: config.seed }) : provider;
+  return rate > 0
+    ? new FaultInjectingProvider(provider, { createFailureRate: rate, seed: config.seed })
+    : provider;
 }

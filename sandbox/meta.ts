@@ -54,5 +54,10 @@ export async function writeMeta(dir: string, meta: SandboxMeta): Promise<void> {
 }
 
 export function infoOf(meta: SandboxMeta): SandboxInfo {
-  return { id: meta.id, labels: { ...meta.labels }, createdAt: meta.createdAt, expiresAt: meta.expiresAt };
+  return {
+    id: meta.id,
+    labels: { ...meta.labels },
+    createdAt: meta.createdAt,
+    expiresAt: meta.expiresAt,
+  };
 }

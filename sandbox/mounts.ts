@@ -94,7 +94,13 @@ function rootArgs(dir: string, open: Set<string>, fs: HostFs): string[] {
     const stat = fs.lstat(path);
     if (!stat) continue;
     if (open.has(path)) {
-      args.push('--perms', (stat.mode & 0o7777).toString(8), '--dir', path, ...rootArgs(path, open, fs));
+      args.push(
+        '--perms',
+        (stat.mode & 0o7777).toString(8),
+        '--dir',
+        path,
+        ...rootArgs(path, open, fs),
+      );
     } else if (stat.isSymbolicLink()) {
       args.push('--symlink', fs.readlink(path), path);
     } else {
@@ -125,7 +131,8 @@ export function mountArgs(plan: MountPlan, fs: HostFs = realHostFs): string[] {
   args.push('--bind', plan.workspaceHostDir, WORKSPACE);
   for (const m of plan.readOnlyMounts) {
     // Parents bwrap would create implicitly get mode 0700; make them traversable like /usr.
-    for (const dir of ancestors(m.sandboxPath).filter((d) => !fs.lstat(d))) args.push('--perms', '0755', '--dir', dir);
+    for (const dir of ancestors(m.sandboxPath).filter((d) => !fs.lstat(d)))
+      args.push('--perms', '0755', '--dir', dir);
     args.push('--ro-bind', m.hostPath, m.sandboxPath);
   }
   return args;

@@ -87,7 +87,8 @@ interface SandboxInit {
 /** `undefined` once the pid is gone or no longer that namespace's init; else its state letter. */
 async function initState(init: SandboxInit): Promise<string | undefined> {
   try {
-    if ((await readlink(`/proc/${init.pid}/ns/pid`)) !== `pid:[${init.pidNamespace}]`) return undefined;
+    if ((await readlink(`/proc/${init.pid}/ns/pid`)) !== `pid:[${init.pidNamespace}]`)
+      return undefined;
     const stat = await readFile(`/proc/${init.pid}/stat`, 'utf8');
     return stat.charAt(stat.lastIndexOf(')') + 2);
   } catch {
@@ -97,7 +98,11 @@ async function initState(init: SandboxInit): Promise<string | undefined> {
 
 /** Kills the namespace's init and resolves once the namespace is empty (init zombie or gone). */
 async function killInit(init: SandboxInit): Promise<void> {
-  for (let state = await initState(init); state !== undefined && state !== 'Z' && state !== 'X'; state = await initState(init)) {
+  for (
+    let state = await initState(init);
+    state !== undefined && state !== 'Z' && state !== 'X';
+    state = await initState(init)
+  ) {
     try {
       process.kill(init.pid, 'SIGKILL');
     } catch {
@@ -111,7 +116,18 @@ export function runInBwrap(req: RunRequest): RunningCommand {
   const startedAt = performance.now();
   const child = spawn(
     req.bwrapPath,
-    ['--info-fd', String(INFO_FD), ...req.bwrapArgs, '--', '/bin/sh', '-c', WRAPPER, 'sandbox-exec', req.cwd, ...req.argv],
+    [
+      '--info-fd',
+      String(INFO_FD),
+      ...req.bwrapArgs,
+      '--',
+      '/bin/sh',
+      '-c',
+      WRAPPER,
+      'sandbox-exec',
+      req.cwd,
+      ...req.argv,
+    ],
     { stdio: [req.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', 'pipe', 'pipe'] },
   );
   const stdout = new CappedSink(child.stdout!, req.maxOutputBytes);
@@ -155,7 +171,9 @@ export function runInBwrap(req: RunRequest): RunningCommand {
   const done = new Promise<RunOutcome>((resolve, reject) => {
     child.on('error', (err: NodeJS.ErrnoException) => {
       clearTimeout(timer);
-      reject(new ProviderUnavailableError(`cannot run ${req.bwrapPath}: ${err.message}`, { cause: err }));
+      reject(
+        new ProviderUnavailableError(`cannot run ${req.bwrapPath}: ${err.message}`, { cause: err }),
+      );
     });
     child.on('close', async (code: number | null, signal: NodeJS.Signals | null) => {
       clearTimeout(timer);
@@ -171,7 +189,11 @@ export function runInBwrap(req: RunRequest): RunningCommand {
         durationMs,
       };
       if (!started && !timedOut && !killed) {
-        reject(new ProviderUnavailableError(`bwrap failed to start the sandbox: ${outcome.stderr.trim()}`));
+        reject(
+          new ProviderUnavailableError(
+            `bwrap failed to start the sandbox: ${outcome.stderr.trim()}`,
+          ),
+        );
       } else {
         resolve(outcome);
       }

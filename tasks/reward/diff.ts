@@ -19,7 +19,17 @@ const HUNK_HEADER = /^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@/;
 export function unquoteGitPath(raw: string): string {
   if (!raw.startsWith('"') || !raw.endsWith('"') || raw.length < 2) return raw;
   const bytes: number[] = [];
-  const escapes: Record<string, number> = { a: 7, b: 8, f: 12, n: 10, r: 13, t: 9, v: 11, '\\': 92, '"': 34 };
+  const escapes: Record<string, number> = {
+    a: 7,
+    b: 8,
+    f: 12,
+    n: 10,
+    r: 13,
+    t: 9,
+    v: 11,
+    '\\': 92,
+    '"': 34,
+  };
   const body = raw.slice(1, -1);
   for (let i = 0; i < body.length; i++) {
     const c = body[i]!;
@@ -62,7 +72,8 @@ function stripPathOf(field: string): string | undefined {
 function gitHeaderPaths(rest: string): string[] {
   const line = rest.replace(/\r?\n$/, '');
   const quoted = /^("(?:[^"\\]|\\.)*"|\S+) ("(?:[^"\\]|\\.)*"|\S+)$/.exec(line);
-  if (quoted) return [stripPrefix(unquoteGitPath(quoted[1]!)), stripPrefix(unquoteGitPath(quoted[2]!))];
+  if (quoted)
+    return [stripPrefix(unquoteGitPath(quoted[1]!)), stripPrefix(unquoteGitPath(quoted[2]!))];
   // "a/<p> b/<p>": both halves equal, so the split is in the middle.
   const half = (line.length - 1) / 2;
   if (Number.isInteger(half) && line.slice(0, half).slice(2) === line.slice(half + 1).slice(2)) {

@@ -102,13 +102,20 @@ function tail(text: string): string {
 
 /** False when an earlier attempt already used this sandbox. */
 async function claim(provider: SandboxProvider, id: string): Promise<boolean> {
-  const r = await provider.exec(id, ['/bin/sh', '-c', CLAIM_SCRIPT], { timeoutMs: PATCH_TIMEOUT_MS });
+  const r = await provider.exec(id, ['/bin/sh', '-c', CLAIM_SCRIPT], {
+    timeoutMs: PATCH_TIMEOUT_MS,
+  });
   if (r.exitCode === ALREADY_USED) return false;
-  if (r.exitCode !== 0) throw new RewardSandboxError(`cannot claim reward sandbox ${id}: ${r.stderr.trim()}`);
+  if (r.exitCode !== 0)
+    throw new RewardSandboxError(`cannot claim reward sandbox ${id}: ${r.stderr.trim()}`);
   return true;
 }
 
-async function applyPatch(provider: SandboxProvider, id: string, patch: string): Promise<ExecResult> {
+async function applyPatch(
+  provider: SandboxProvider,
+  id: string,
+  patch: string,
+): Promise<ExecResult> {
   return provider.exec(id, ['git', 'apply', '--whitespace=nowarn', '-'], {
     stdin: patch,
     timeoutMs: PATCH_TIMEOUT_MS,
@@ -123,7 +130,11 @@ export async function evaluateReward(deps: RewardDeps, input: RewardInput): Prom
   const named = [...new Set([...task.FAIL_TO_PASS, ...task.PASS_TO_PASS])];
   const testMs = task.timeouts.test_s * 1000;
 
-  const finish = (reason: RewardReason, reported: Record<string, ReportedStatus>, detail?: string): RewardResult => {
+  const finish = (
+    reason: RewardReason,
+    reported: Record<string, ReportedStatus>,
+    detail?: string,
+  ): RewardResult => {
     const tests: Record<string, TestOutcome> = {};
     for (const name of named) {
       const status = reported[name];
@@ -155,26 +166,37 @@ export async function evaluateReward(deps: RewardDeps, input: RewardInput): Prom
     if (!(await claim(provider, sandbox.id))) {
       await provider.destroy(sandbox.id);
       sandbox = await provider.create(spec);
-      if (!(await claim(provider, sandbox.id))) throw new RewardSandboxError(`${sandbox.id} was reused after destroy`);
+      if (!(await claim(provider, sandbox.id)))
+        throw new RewardSandboxError(`${sandbox.id} was reused after destroy`);
     }
     const id = sandbox.id;
 
     const agentPatch = stripTestChanges(input.agentDiff).diff;
     if (agentPatch.trim() !== '') {
       const applied = await applyPatch(provider, id, agentPatch);
-      if (applied.exitCode !== 0) return finish('patch_failed', {}, `agent diff does not apply: ${applied.stderr}`);
+      if (applied.exitCode !== 0)
+        return finish('patch_failed', {}, `agent diff does not apply: ${applied.stderr}`);
     }
     const testsApplied = await applyPatch(provider, id, task.test_patch);
     if (testsApplied.exitCode !== 0) {
-      return finish('patch_failed', {}, `test patch does not apply over the agent diff: ${testsApplied.stderr}`);
+      return finish(
+        'patch_failed',
+        {},
+        `test patch does not apply over the agent diff: ${testsApplied.stderr}`,
+      );
     }
 
     const run = await provider.exec(
       id,
       { shell: testScript(task) },
-      { env: { REWARD_REPORT: REPORT_PATHS[framework] }, timeoutMs: testMs, maxOutputBytes: MAX_REPORT_BYTES },
+      {
+        env: { REWARD_REPORT: REPORT_PATHS[framework] },
+        timeoutMs: testMs,
+        maxOutputBytes: MAX_REPORT_BYTES,
+      },
     );
-    if (run.timedOut) return finish('timeout', {}, `tests did not finish in ${task.timeouts.test_s} s`);
+    if (run.timedOut)
+      return finish('timeout', {}, `tests did not finish in ${task.timeouts.test_s} s`);
     if (run.stdout === '' || run.truncated) return finish('no_report', {}, run.stderr);
     let reported: Record<string, ReportedStatus>;
     try {

@@ -56,7 +56,8 @@ function parseXml(xml: string): Element {
       const end = skipPast('>', lt + 2);
       const name = xml.slice(lt + 2, end - 1).trim();
       const open = stack.pop();
-      if (!open || open === root || open.name !== name) throw new JUnitParseError(`unexpected </${name}>`);
+      if (!open || open === root || open.name !== name)
+        throw new JUnitParseError(`unexpected </${name}>`);
       i = end;
     } else {
       // Attribute values may contain '>' (Node does not escape it), so find the tag's end by

@@ -37,7 +37,10 @@ export function parseUnittestJson(text: string): Record<string, ReportedStatus> 
   return results;
 }
 
-export function parseReport(framework: TestFramework, text: string): Record<string, ReportedStatus> {
+export function parseReport(
+  framework: TestFramework,
+  text: string,
+): Record<string, ReportedStatus> {
   switch (framework) {
     case 'unittest':
       return parseUnittestJson(text);

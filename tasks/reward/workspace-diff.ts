@@ -33,7 +33,8 @@ export async function workspaceDiff(provider: SandboxProvider, sandboxId: string
     maxOutputBytes: MAX_DIFF_BYTES,
   });
   if (r.timedOut) throw new WorkspaceDiffError('git diff timed out');
-  if (r.exitCode !== 0) throw new WorkspaceDiffError(`git diff failed (${r.exitCode}): ${r.stderr.trim()}`);
+  if (r.exitCode !== 0)
+    throw new WorkspaceDiffError(`git diff failed (${r.exitCode}): ${r.stderr.trim()}`);
   if (r.truncated) throw new WorkspaceDiffError(`diff larger than ${MAX_DIFF_BYTES} bytes`);
   return r.stdout;
 }

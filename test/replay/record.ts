@@ -18,7 +18,7 @@ import { startStack } from '../../stack/stack.js';
 import { startDevServer } from '../../stack/temporal-dev-server.js';
 import { builtinPackDir, loadTasks } from '../../tasks/loader.js';
 import { scriptForTask } from '../../tasks/solution-script.js';
-import { freePort } from '../helpers/ports.js';
+import { freePort } from '../../stack/ports.js';
 
 const OUT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'histories');
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'rollout-record-'));

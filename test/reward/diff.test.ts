@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { isTestPath, splitDiff, stripTestChanges, unquoteGitPath } from '../../tasks/reward/diff.js';
+import {
+  isTestPath,
+  splitDiff,
+  stripTestChanges,
+  unquoteGitPath,
+} from '../../tasks/reward/diff.js';
 
 const SRC = `diff --git a/src/calc.py b/src/calc.py
 index 1111111..2222222 100644
@@ -90,7 +95,18 @@ index 1111111..2222222 100644
 Binary files a/my dir/test_a b.py and b/my dir/test_a b.py differ
 `;
 
-const ALL = [SRC, TRICKY, TEST, NEW_CONFTEST, DELETED_TEST, BINARY, MODE_ONLY_TEST, RENAME_INTO_TESTS, QUOTED, SPACES];
+const ALL = [
+  SRC,
+  TRICKY,
+  TEST,
+  NEW_CONFTEST,
+  DELETED_TEST,
+  BINARY,
+  MODE_ONLY_TEST,
+  RENAME_INTO_TESTS,
+  QUOTED,
+  SPACES,
+];
 
 describe('splitDiff', () => {
   it('splits into one section per file and joins back to the input', () => {
@@ -153,12 +169,17 @@ describe('isTestPath', () => {
     expect(isTestPath(path)).toBe(true);
   });
 
-  it.each(['src/calc.py', 'testing/x.py', 'src/contest.py', 'latest/x.js', 'src/test_utils.js', 'package.json', 'README.md'])(
-    '%s is not a test path',
-    (path) => {
-      expect(isTestPath(path)).toBe(false);
-    },
-  );
+  it.each([
+    'src/calc.py',
+    'testing/x.py',
+    'src/contest.py',
+    'latest/x.js',
+    'src/test_utils.js',
+    'package.json',
+    'README.md',
+  ])('%s is not a test path', (path) => {
+    expect(isTestPath(path)).toBe(false);
+  });
 });
 
 describe('stripTestChanges', () => {
@@ -179,7 +200,9 @@ describe('stripTestChanges', () => {
 
 describe('unquoteGitPath', () => {
   it('decodes C-style quoting', () => {
-    expect(unquoteGitPath('"a/tab\\there \\"q\\" back\\\\slash"')).toBe('a/tab\there "q" back\\slash');
+    expect(unquoteGitPath('"a/tab\\there \\"q\\" back\\\\slash"')).toBe(
+      'a/tab\there "q" back\\slash',
+    );
     expect(unquoteGitPath('"caf\\303\\251"')).toBe('café');
     expect(unquoteGitPath('plain')).toBe('plain');
   });

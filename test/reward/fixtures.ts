@@ -48,13 +48,15 @@ class TestHidden(unittest.TestCase):
     def test_add_negative(self):
         pass
 `,
-  'tests/test_calc.py': 'import unittest\n\n\nclass TestCalc(unittest.TestCase):\n    def test_mul(self):\n        pass\n',
+  'tests/test_calc.py':
+    'import unittest\n\n\nclass TestCalc(unittest.TestCase):\n    def test_mul(self):\n        pass\n',
   'conftest.py': 'raise SystemExit(0)\n',
 };
 
 export const JS_FILES: Record<string, string> = {
   'package.json': '{ "name": "mathlib", "type": "module" }\n',
-  'src/math.js': 'export function add(a, b) {\n  return a - b;\n}\n\nexport function mul(a, b) {\n  return a * b;\n}\n',
+  'src/math.js':
+    'export function add(a, b) {\n  return a - b;\n}\n\nexport function mul(a, b) {\n  return a * b;\n}\n',
   'test/math.test.js': `import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mul } from '../src/math.js';
@@ -66,7 +68,8 @@ describe('math', () => {
 };
 
 export const JS_FIX: Record<string, string> = {
-  'src/math.js': 'export function add(a, b) {\n  return a + b;\n}\n\nexport function mul(a, b) {\n  return a * b;\n}\n',
+  'src/math.js':
+    'export function add(a, b) {\n  return a + b;\n}\n\nexport function mul(a, b) {\n  return a * b;\n}\n',
 };
 
 const JS_HIDDEN = `import { describe, test } from 'node:test';
@@ -98,7 +101,9 @@ describe('math', () => {
   'vitest.config.js': 'export default {};\n',
 };
 
-export async function pythonTask(overrides: Partial<Record<string, unknown>> = {}): Promise<{ task: Task; dir: string }> {
+export async function pythonTask(
+  overrides: Partial<Record<string, unknown>> = {},
+): Promise<{ task: Task; dir: string }> {
   const dir = await tempDir('py-task');
   await writeTree(dir, PY_FILES);
   const task = TaskSchema.parse({
@@ -107,7 +112,10 @@ export async function pythonTask(overrides: Partial<Record<string, unknown>> = {
     problem_statement: 'add() subtracts',
     patch: 'gold patch is not used by the reward',
     test_patch: newFileDiff('tests/test_hidden.py', PY_HIDDEN),
-    FAIL_TO_PASS: ['tests.test_hidden.TestHidden.test_add', 'tests.test_hidden.TestHidden.test_add_negative'],
+    FAIL_TO_PASS: [
+      'tests.test_hidden.TestHidden.test_add',
+      'tests.test_hidden.TestHidden.test_add_negative',
+    ],
     PASS_TO_PASS: ['tests.test_calc.TestCalc.test_mul'],
     workspace: { kind: 'dir', path: dir },
     test_framework: 'unittest',
@@ -116,7 +124,9 @@ export async function pythonTask(overrides: Partial<Record<string, unknown>> = {
   return { task, dir };
 }
 
-export async function nodeTask(overrides: Partial<Record<string, unknown>> = {}): Promise<{ task: Task; dir: string }> {
+export async function nodeTask(
+  overrides: Partial<Record<string, unknown>> = {},
+): Promise<{ task: Task; dir: string }> {
   const dir = await tempDir('js-task');
   await writeTree(dir, JS_FILES);
   const task = TaskSchema.parse({
@@ -143,9 +153,13 @@ export async function agentDiff(
   edits: Record<string, string>,
   shell?: string,
 ): Promise<string> {
-  const { id } = await provider.create({ idempotencyKey: `agent-${process.pid}-${agentRuns++}`, workspaceDir });
+  const { id } = await provider.create({
+    idempotencyKey: `agent-${process.pid}-${agentRuns++}`,
+    workspaceDir,
+  });
   try {
-    for (const [path, content] of Object.entries(edits)) await provider.writeFile(id, path, content);
+    for (const [path, content] of Object.entries(edits))
+      await provider.writeFile(id, path, content);
     if (shell) await provider.exec(id, { shell });
     return await workspaceDiff(provider, id);
   } finally {

@@ -72,10 +72,14 @@ test('other file', () => { console.log('<testcase name="fake"/>'); });
     });
     const report = join(dir, 'report.xml');
     try {
-      execFileSync(process.execPath, ['--test', '--test-reporter=junit', `--test-reporter-destination=${report}`], {
-        cwd: dir,
-        stdio: 'ignore',
-      });
+      execFileSync(
+        process.execPath,
+        ['--test', '--test-reporter=junit', `--test-reporter-destination=${report}`],
+        {
+          cwd: dir,
+          stdio: 'ignore',
+        },
+      );
     } catch {
       // Failing tests make node exit 1; the report is what matters.
     }
@@ -97,7 +101,13 @@ test('other file', () => { console.log('<testcase name="fake"/>'); });
   });
 
   it('rejects what is not a JUnit report', () => {
-    for (const bad of ['', 'not xml', '<testsuites><testcase name="x">', '<html></html>', '<a></b>']) {
+    for (const bad of [
+      '',
+      'not xml',
+      '<testsuites><testcase name="x">',
+      '<html></html>',
+      '<a></b>',
+    ]) {
       expect(() => parseJUnit(bad), bad).toThrow(JUnitParseError);
     }
   });
@@ -105,7 +115,11 @@ test('other file', () => { console.log('<testcase name="fake"/>'); });
 
 describe('parseUnittestJson', () => {
   it('maps error and skipped to not passing', () => {
-    expect(parseUnittestJson('{"a.B.c": "passed", "a.B.d": "failed", "a.B.e": "error", "a.B.f": "skipped"}')).toEqual({
+    expect(
+      parseUnittestJson(
+        '{"a.B.c": "passed", "a.B.d": "failed", "a.B.e": "error", "a.B.f": "skipped"}',
+      ),
+    ).toEqual({
       'a.B.c': 'passed',
       'a.B.d': 'failed',
       'a.B.e': 'failed',

@@ -30,7 +30,12 @@ afterAll(async () => {
   await removeDirs(dirs);
 });
 
-const frameworks: [string, () => Promise<{ task: Task; dir: string }>, Record<string, string>, Record<string, string>][] = [
+const frameworks: [
+  string,
+  () => Promise<{ task: Task; dir: string }>,
+  Record<string, string>,
+  Record<string, string>,
+][] = [
   ['unittest', pythonTask, PY_FIX, PY_FAKE_TESTS],
   ['node-test', nodeTask, JS_FIX, JS_FAKE_TESTS],
 ];
@@ -47,14 +52,26 @@ describe.each(frameworks)('evaluateReward with %s', (_name, makeTask, fix, fakeT
   it('gives 1 for a fix', async () => {
     const diff = await agentDiff(provider, workspace, fix);
     const r = await evaluateReward({ provider }, { task, agentDiff: diff, idempotencyKey: key() });
-    expect(r).toMatchObject({ reward: 1, resolved: true, reason: 'resolved', passed: 3, failed: 0 });
+    expect(r).toMatchObject({
+      reward: 1,
+      resolved: true,
+      reason: 'resolved',
+      passed: 3,
+      failed: 0,
+    });
     expect(Object.values(r.tests)).toEqual(['passed', 'passed', 'passed']);
     expect(r.detail).toBeUndefined();
   });
 
   it('gives 0 without a fix: fail-to-pass tests fail, pass-to-pass tests pass', async () => {
     const r = await evaluateReward({ provider }, { task, agentDiff: '', idempotencyKey: key() });
-    expect(r).toMatchObject({ reward: 0, resolved: false, reason: 'unresolved', passed: 1, failed: 2 });
+    expect(r).toMatchObject({
+      reward: 0,
+      resolved: false,
+      reason: 'unresolved',
+      passed: 1,
+      failed: 2,
+    });
     for (const t of task.FAIL_TO_PASS) expect(r.tests[t]).toBe('failed');
     for (const t of task.PASS_TO_PASS) expect(r.tests[t]).toBe('passed');
   });
@@ -77,7 +94,13 @@ describe.each(frameworks)('evaluateReward with %s', (_name, makeTask, fix, fakeT
     const path = Object.keys(fix)[0]!;
     const bad = `diff --git a/${path} b/${path}\n--- a/${path}\n+++ b/${path}\n@@ -1,2 +1,2 @@\n-this line\n-is not there\n+replacement\n+lines\n`;
     const r = await evaluateReward({ provider }, { task, agentDiff: bad, idempotencyKey: key() });
-    expect(r).toMatchObject({ reward: 0, resolved: false, reason: 'patch_failed', passed: 0, failed: 3 });
+    expect(r).toMatchObject({
+      reward: 0,
+      resolved: false,
+      reason: 'patch_failed',
+      passed: 0,
+      failed: 3,
+    });
     expect(Object.values(r.tests)).toEqual(['missing', 'missing', 'missing']);
     expect(r.detail).toContain('does not apply');
   });
@@ -85,7 +108,10 @@ describe.each(frameworks)('evaluateReward with %s', (_name, makeTask, fix, fakeT
   it('counts a named test absent from the report as missing', async () => {
     const withGhost = { ...task, PASS_TO_PASS: [...task.PASS_TO_PASS, 'no such test'] };
     const diff = await agentDiff(provider, workspace, fix);
-    const r = await evaluateReward({ provider }, { task: withGhost, agentDiff: diff, idempotencyKey: key() });
+    const r = await evaluateReward(
+      { provider },
+      { task: withGhost, agentDiff: diff, idempotencyKey: key() },
+    );
     expect(r).toMatchObject({ reward: 0, reason: 'unresolved', passed: 3, failed: 1 });
     expect(r.tests['no such test']).toBe('missing');
   });
@@ -121,7 +147,8 @@ describe('evaluateReward edge cases', () => {
   it('runs setup commands and a custom test command that writes $REWARD_REPORT', async () => {
     const { task, dir } = await pythonTask({
       setup: ['echo set-up > .setup-ran'],
-      test_command: 'test -e .setup-ran && python3 /opt/agent-rollout/reward/unittest_json.py "$REWARD_REPORT"',
+      test_command:
+        'test -e .setup-ran && python3 /opt/agent-rollout/reward/unittest_json.py "$REWARD_REPORT"',
     });
     dirs.push(dir);
     const diff = await agentDiff(provider, dir, PY_FIX);
@@ -133,9 +160,15 @@ describe('evaluateReward edge cases', () => {
     // The agent created the hidden test's path under a name that is not a test path.
     const { task, dir } = await pythonTask();
     dirs.push(dir);
-    const collide = { ...task, test_patch: task.test_patch.replaceAll('tests/test_hidden.py', 'calc/extra.py') };
+    const collide = {
+      ...task,
+      test_patch: task.test_patch.replaceAll('tests/test_hidden.py', 'calc/extra.py'),
+    };
     const diff = await agentDiff(provider, dir, { 'calc/extra.py': 'x = 1\n' });
-    const r = await evaluateReward({ provider }, { task: collide, agentDiff: diff, idempotencyKey: key() });
+    const r = await evaluateReward(
+      { provider },
+      { task: collide, agentDiff: diff, idempotencyKey: key() },
+    );
     expect(r).toMatchObject({ reward: 0, reason: 'patch_failed' });
     expect(r.detail).toContain('test patch');
   });

@@ -51,7 +51,11 @@ afterAll(async () => {
 
 describe('BubblewrapProvider', () => {
   it('creates, runs a command and destroys', async () => {
-    const info = await provider.create({ idempotencyKey: key(), workspaceDir: workspace, labels: { role: 'agent' } });
+    const info = await provider.create({
+      idempotencyKey: key(),
+      workspaceDir: workspace,
+      labels: { role: 'agent' },
+    });
     expect(info.id).toMatch(/^sb-[0-9a-f]{16}$/);
     expect(info.labels).toEqual({ role: 'agent' });
     expect(await provider.status(info.id)).toBe('running');
@@ -72,8 +76,18 @@ describe('BubblewrapProvider', () => {
     const cat = await provider.exec(info.id, ['cat'], { stdin: 'from stdin $HOME' });
     expect(cat.stdout).toBe('from stdin $HOME');
     const env = await provider.exec(info.id, ['env'], { cwd: 'src', env: { EXTRA: 'yes' } });
-    const vars = Object.fromEntries(env.stdout.trim().split('\n').map((l) => l.split('=', 2) as [string, string]));
-    expect(vars).toMatchObject({ HOME: '/tmp', LANG: 'C.UTF-8', EXTRA: 'yes', PWD: '/workspace/src' });
+    const vars = Object.fromEntries(
+      env.stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.split('=', 2) as [string, string]),
+    );
+    expect(vars).toMatchObject({
+      HOME: '/tmp',
+      LANG: 'C.UTF-8',
+      EXTRA: 'yes',
+      PWD: '/workspace/src',
+    });
     expect(vars.AGENT_ROLLOUT_HOST_ONLY).toBeUndefined();
     delete process.env.AGENT_ROLLOUT_HOST_ONLY;
     // A missing command or directory is the command's failure, not the provider's.
@@ -91,9 +105,12 @@ describe('BubblewrapProvider', () => {
 
   it('returns the same sandbox for a retried create, even concurrently', async () => {
     const k = key();
-    const sandboxDirs = async (): Promise<number> => (await readdir(rootDir)).filter((e) => e.startsWith('sb-')).length;
+    const sandboxDirs = async (): Promise<number> =>
+      (await readdir(rootDir)).filter((e) => e.startsWith('sb-')).length;
     const before = await sandboxDirs();
-    const [a, b, c] = await Promise.all([1, 2, 3].map(() => provider.create({ idempotencyKey: k, workspaceDir: workspace })));
+    const [a, b, c] = await Promise.all(
+      [1, 2, 3].map(() => provider.create({ idempotencyKey: k, workspaceDir: workspace })),
+    );
     await provider.exec(a!.id, { shell: 'echo mine > mark' });
     const again = await provider.create({ idempotencyKey: k, workspaceDir: workspace });
     expect(new Set([a!.id, b!.id, c!.id, again.id]).size).toBe(1);
@@ -106,7 +123,9 @@ describe('BubblewrapProvider', () => {
   it('gives each sandbox a private copy of the workspace', async () => {
     const hostBefore = await readTree(workspace);
     const info = await provider.create({ idempotencyKey: key(), workspaceDir: workspace });
-    await provider.exec(info.id, { shell: 'echo changed > src/app.py && rm README.md && echo new > new.txt' });
+    await provider.exec(info.id, {
+      shell: 'echo changed > src/app.py && rm README.md && echo new > new.txt',
+    });
     await provider.writeFile(info.id, 'written.txt', 'via writeFile');
     expect(await readTree(workspace)).toEqual(hostBefore);
     expect((await provider.exec(info.id, ['cat', 'src/app.py'])).stdout).toBe('changed\n');
@@ -138,7 +157,11 @@ describe('BubblewrapProvider', () => {
     const plain = await tempDir('plain');
     dirs.push(plain);
     await writeTree(plain, { 'a.txt': 'a' });
-    const info = await provider.create({ idempotencyKey: key(), workspaceDir: plain, initGitRepo: false });
+    const info = await provider.create({
+      idempotencyKey: key(),
+      workspaceDir: plain,
+      initGitRepo: false,
+    });
     expect((await provider.exec(info.id, { shell: 'ls -A' })).stdout).toBe('a.txt\n');
     await provider.destroy(info.id);
   });
@@ -158,7 +181,9 @@ except OSError as e:
       const r = await provider.exec(info.id, ['python3', '-c', connect]);
       expect(r.stdout).toBe('refused ConnectionRefusedError\n');
       // Only a loopback interface exists.
-      const ifaces = await provider.exec(info.id, { shell: "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '" });
+      const ifaces = await provider.exec(info.id, {
+        shell: "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '",
+      });
       expect(ifaces.stdout).toBe('lo\n');
       await provider.destroy(info.id);
     } finally {
@@ -225,7 +250,9 @@ except OSError as e:
   it('leaves nothing behind when the command exits with background processes running', async () => {
     const info = await provider.create({ idempotencyKey: key(), workspaceDir: workspace });
     const tag = `${5000 + (process.pid % 1000)}${Date.now() % 100000}`;
-    const r = await provider.exec(info.id, { shell: `setsid sleep ${tag} >/dev/null 2>&1 & echo done` });
+    const r = await provider.exec(info.id, {
+      shell: `setsid sleep ${tag} >/dev/null 2>&1 & echo done`,
+    });
     expect(r).toMatchObject({ exitCode: 0, timedOut: false, stdout: 'done\n' });
     expect(await hostProcessesMatching(`sleep ${tag}`)).toEqual([]);
     await provider.destroy(info.id);
@@ -251,11 +278,15 @@ except OSError as e:
     const info = await provider.create({ idempotencyKey: key(), workspaceDir: workspace });
     const data = randomBytes(100_000);
     await provider.writeFile(info.id, 'deep/new/dir/blob.bin', data);
-    expect((await provider.readFile(info.id, '/workspace/deep/new/dir/blob.bin')).equals(data)).toBe(true);
+    expect(
+      (await provider.readFile(info.id, '/workspace/deep/new/dir/blob.bin')).equals(data),
+    ).toBe(true);
     await provider.writeFile(info.id, 'src/app.py', 'print("édité")\n');
     expect((await provider.exec(info.id, ['cat', 'src/app.py'])).stdout).toBe('print("édité")\n');
     expect((await provider.readFile(info.id, 'src/app.py')).toString()).toBe('print("édité")\n');
-    await expect(provider.readFile(info.id, 'missing.txt')).rejects.toBeInstanceOf(SandboxFileError);
+    await expect(provider.readFile(info.id, 'missing.txt')).rejects.toBeInstanceOf(
+      SandboxFileError,
+    );
     await expect(provider.readFile(info.id, 'src')).rejects.toBeInstanceOf(SandboxFileError);
     await provider.destroy(info.id);
   });
@@ -271,7 +302,9 @@ except OSError as e:
     await symlink(join(hiddenDir, 'gold.patch'), join(ws, 'gold-link'));
 
     for (const path of ['../etc/passwd', '/etc/passwd', 'etc-link/passwd', 'victim-link']) {
-      await expect(provider.readFile(info.id, path), path).rejects.toBeInstanceOf(InvalidSandboxSpecError);
+      await expect(provider.readFile(info.id, path), path).rejects.toBeInstanceOf(
+        InvalidSandboxSpecError,
+      );
     }
     // Inside, the hidden directory is empty: the link leads nowhere.
     await expect(provider.readFile(info.id, 'gold-link')).rejects.toBeInstanceOf(SandboxFileError);
@@ -304,7 +337,9 @@ except OSError as e:
       .exec(info.id, { shell: `echo started; exec sleep ${tag}` }, { timeoutMs: 600_000 })
       .catch((err: unknown) => err);
     // Wait until the command is really running before destroying.
-    while (!(await hostProcessesMatching(`sleep ${tag}`)).some((p) => p.endsWith(`: sleep ${tag}`))) {
+    while (
+      !(await hostProcessesMatching(`sleep ${tag}`)).some((p) => p.endsWith(`: sleep ${tag}`))
+    ) {
       await new Promise((r) => setTimeout(r, 10));
     }
     await provider.destroy(info.id);
@@ -313,8 +348,16 @@ except OSError as e:
   });
 
   it('treats a sandbox past its TTL as gone, and extendTtl keeps one alive', async () => {
-    const info = await provider.create({ idempotencyKey: key(), workspaceDir: workspace, ttlMs: 50 });
-    const kept = await provider.create({ idempotencyKey: key(), workspaceDir: workspace, ttlMs: 50 });
+    const info = await provider.create({
+      idempotencyKey: key(),
+      workspaceDir: workspace,
+      ttlMs: 50,
+    });
+    const kept = await provider.create({
+      idempotencyKey: key(),
+      workspaceDir: workspace,
+      ttlMs: 50,
+    });
     await provider.extendTtl(kept.id, 3_600_000);
     await provider.extendTtl(kept.id, 1000); // never shortens
     while (Date.now() <= info.expiresAt) await new Promise((r) => setTimeout(r, 10));
@@ -328,25 +371,45 @@ except OSError as e:
   });
 
   it('lists sandboxes by label', async () => {
-    const a = await provider.create({ idempotencyKey: key(), workspaceDir: workspace, labels: { batch: 'b1', role: 'agent' } });
-    const b = await provider.create({ idempotencyKey: key(), workspaceDir: workspace, labels: { batch: 'b1', role: 'reward' } });
-    const c = await provider.create({ idempotencyKey: key(), workspaceDir: workspace, labels: { batch: 'b2' } });
-    expect((await provider.list({ batch: 'b1' })).map((i) => i.id).sort()).toEqual([a.id, b.id].sort());
+    const a = await provider.create({
+      idempotencyKey: key(),
+      workspaceDir: workspace,
+      labels: { batch: 'b1', role: 'agent' },
+    });
+    const b = await provider.create({
+      idempotencyKey: key(),
+      workspaceDir: workspace,
+      labels: { batch: 'b1', role: 'reward' },
+    });
+    const c = await provider.create({
+      idempotencyKey: key(),
+      workspaceDir: workspace,
+      labels: { batch: 'b2' },
+    });
+    expect((await provider.list({ batch: 'b1' })).map((i) => i.id).sort()).toEqual(
+      [a.id, b.id].sort(),
+    );
     expect((await provider.list({ batch: 'b1', role: 'reward' })).map((i) => i.id)).toEqual([b.id]);
-    expect((await provider.list()).map((i) => i.id)).toEqual(expect.arrayContaining([a.id, b.id, c.id]));
+    expect((await provider.list()).map((i) => i.id)).toEqual(
+      expect.arrayContaining([a.id, b.id, c.id]),
+    );
     for (const i of [a, b, c]) await provider.destroy(i.id);
   });
 
   it('rejects invalid specs', async () => {
-    await expect(provider.create({ idempotencyKey: key(), workspaceDir: '/no/such/dir' })).rejects.toBeInstanceOf(
-      InvalidSandboxSpecError,
-    );
-    await expect(provider.create({ idempotencyKey: '', workspaceDir: workspace })).rejects.toBeInstanceOf(
-      InvalidSandboxSpecError,
-    );
+    await expect(
+      provider.create({ idempotencyKey: key(), workspaceDir: '/no/such/dir' }),
+    ).rejects.toBeInstanceOf(InvalidSandboxSpecError);
+    await expect(
+      provider.create({ idempotencyKey: '', workspaceDir: workspace }),
+    ).rejects.toBeInstanceOf(InvalidSandboxSpecError);
     for (const sandboxPath of ['relative', '/proc/x', '/workspace/sidecar', '/', '/opt/../etc']) {
       await expect(
-        provider.create({ idempotencyKey: key(), workspaceDir: workspace, readOnlyMounts: [{ hostPath: workspace, sandboxPath }] }),
+        provider.create({
+          idempotencyKey: key(),
+          workspaceDir: workspace,
+          readOnlyMounts: [{ hostPath: workspace, sandboxPath }],
+        }),
         sandboxPath,
       ).rejects.toBeInstanceOf(InvalidSandboxSpecError);
     }
@@ -375,9 +438,9 @@ describe('BubblewrapProvider housekeeping', () => {
     const aKey = key();
     const a = await small.create({ idempotencyKey: aKey, workspaceDir: workspace });
     await small.create({ idempotencyKey: key(), workspaceDir: workspace });
-    await expect(small.create({ idempotencyKey: key(), workspaceDir: workspace })).rejects.toBeInstanceOf(
-      SandboxQuotaError,
-    );
+    await expect(
+      small.create({ idempotencyKey: key(), workspaceDir: workspace }),
+    ).rejects.toBeInstanceOf(SandboxQuotaError);
     // A retry of an existing sandbox is not a new one.
     expect((await small.create({ idempotencyKey: aKey, workspaceDir: workspace })).id).toBe(a.id);
     await small.destroy(a.id);
@@ -389,13 +452,23 @@ describe('BubblewrapProvider housekeeping', () => {
     const root = await tempDir('sweep');
     dirs.push(root);
     const p = new BubblewrapProvider({ rootDir: root });
-    const expiring = await p.create({ idempotencyKey: key(), workspaceDir: workspace, ttlMs: 3_600_000 });
-    const kept = await p.create({ idempotencyKey: key(), workspaceDir: workspace, ttlMs: 3_600_000 });
+    const expiring = await p.create({
+      idempotencyKey: key(),
+      workspaceDir: workspace,
+      ttlMs: 3_600_000,
+    });
+    const kept = await p.create({
+      idempotencyKey: key(),
+      workspaceDir: workspace,
+      ttlMs: 3_600_000,
+    });
     await p.extendTtl(kept.id, 5 * 3_600_000);
     // A create that died before writing meta.json.
     const halfMade = 'sb-00000000000000aa';
     await mkdir(join(root, halfMade, 'workspace'), { recursive: true });
-    const running = p.exec(expiring.id, ['sleep', '600'], { timeoutMs: 600_000 }).catch((err: unknown) => err);
+    const running = p
+      .exec(expiring.id, ['sleep', '600'], { timeoutMs: 600_000 })
+      .catch((err: unknown) => err);
 
     expect(await p.sweepExpired()).toEqual([]); // nothing is due yet; the half-made one is too fresh
     const removed = await p.sweepExpired(Date.now() + 2 * 3_600_000);
@@ -416,6 +489,8 @@ describe('BubblewrapProvider housekeeping', () => {
     expect(await p.status(first.id)).toBe('gone');
     const again = await p.create({ idempotencyKey: k, workspaceDir: workspace });
     expect(again.id).toBe(first.id);
-    expect((await p.exec(again.id, { shell: 'ls stale.txt 2>/dev/null || echo fresh' })).stdout).toBe('fresh\n');
+    expect(
+      (await p.exec(again.id, { shell: 'ls stale.txt 2>/dev/null || echo fresh' })).stdout,
+    ).toBe('fresh\n');
   });
 });

@@ -76,17 +76,24 @@ describe('FaultInjectingProvider', () => {
   });
 
   it('rejects rates outside 0..1', () => {
-    expect(() => new FaultInjectingProvider(new CountingProvider(), { createFailureRate: 1.5 })).toThrow(RangeError);
+    expect(
+      () => new FaultInjectingProvider(new CountingProvider(), { createFailureRate: 1.5 }),
+    ).toThrow(RangeError);
   });
 });
 
 describe('createSandboxProvider', () => {
   it('wraps the bubblewrap provider only when a failure rate is set', () => {
-    expect(createSandboxProvider({ provider: 'bubblewrap', rootDir: '/var/tmp/unused' })).toBeInstanceOf(
-      BubblewrapProvider,
-    );
     expect(
-      createSandboxProvider({ provider: 'bubblewrap', rootDir: '/var/tmp/unused', createFailureRate: 0.1, seed: 3 }),
+      createSandboxProvider({ provider: 'bubblewrap', rootDir: '/var/tmp/unused' }),
+    ).toBeInstanceOf(BubblewrapProvider);
+    expect(
+      createSandboxProvider({
+        provider: 'bubblewrap',
+        rootDir: '/var/tmp/unused',
+        createFailureRate: 0.1,
+        seed: 3,
+      }),
     ).toBeInstanceOf(FaultInjectingProvider);
   });
 });

@@ -54,27 +54,61 @@ const plan = {
 describe('mountArgs', () => {
   it('builds the root from host entries, opening directories on the way to missing mount points', () => {
     expect(mountArgs(plan, host)).toEqual([
-      '--symlink', 'usr/bin', '/bin',
-      '--ro-bind-try', '/data', '/data',
-      '--ro-bind-try', '/etc', '/etc',
+      '--symlink',
+      'usr/bin',
+      '/bin',
+      '--ro-bind-try',
+      '/data',
+      '/data',
+      '--ro-bind-try',
+      '/etc',
+      '/etc',
       // /opt is opened up: /opt/agent-rollout does not exist on the host and / is read-only.
-      '--perms', '755', '--dir', '/opt',
-      '--ro-bind-try', '/opt/tool', '/opt/tool',
-      '--ro-bind-try', '/secret', '/secret',
-      '--ro-bind-try', '/usr', '/usr',
-      '--proc', '/proc', '--dev', '/dev', '--bind', '/data/sandboxes/sb-1/tmp', '/tmp',
+      '--perms',
+      '755',
+      '--dir',
+      '/opt',
+      '--ro-bind-try',
+      '/opt/tool',
+      '/opt/tool',
+      '--ro-bind-try',
+      '/secret',
+      '/secret',
+      '--ro-bind-try',
+      '/usr',
+      '/usr',
+      '--proc',
+      '/proc',
+      '--dev',
+      '/dev',
+      '--bind',
+      '/data/sandboxes/sb-1/tmp',
+      '/tmp',
       // Nested and missing masks are dropped; /tmp is the sandbox's own anyway.
-      '--tmpfs', '/data',
-      '--ro-bind', '/data/sandboxes/.empty', '/secret',
-      '--bind', '/data/sandboxes/sb-1/workspace', '/workspace',
-      '--perms', '0755', '--dir', '/opt/agent-rollout',
-      '--ro-bind', '/data/runners', '/opt/agent-rollout/reward',
+      '--tmpfs',
+      '/data',
+      '--ro-bind',
+      '/data/sandboxes/.empty',
+      '/secret',
+      '--bind',
+      '/data/sandboxes/sb-1/workspace',
+      '/workspace',
+      '--perms',
+      '0755',
+      '--dir',
+      '/opt/agent-rollout',
+      '--ro-bind',
+      '/data/runners',
+      '/opt/agent-rollout/reward',
     ]);
   });
 
   it('refuses mount points that cross a symlink', () => {
     expect(() =>
-      mountArgs({ ...plan, readOnlyMounts: [{ hostPath: '/x', sandboxPath: '/bin/new/tool' }] }, host),
+      mountArgs(
+        { ...plan, readOnlyMounts: [{ hostPath: '/x', sandboxPath: '/bin/new/tool' }] },
+        host,
+      ),
     ).toThrow(InvalidSandboxSpecError);
   });
 

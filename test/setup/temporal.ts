@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startDevServer } from '../../stack/temporal-dev-server.js';
-import { freePort } from '../helpers/ports.js';
+import { freePort } from '../../stack/ports.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

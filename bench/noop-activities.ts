@@ -1,0 +1,26 @@
+import type { Activities } from '../activities/index.js';
+
+/**
+ * Activities that do nothing but return well-formed results, so the benchmark measures what
+ * Temporal and our workflow structure cost, not sandboxes or models. Each trivial episode runs
+ * `EPISODE_ACTIVITIES` of them (one agent step).
+ */
+export function createNoopActivities(hostQueue: string): Activities & { noop(): Promise<void> } {
+  return {
+    noop: async () => undefined,
+    admitEpisode: async () => ({ instance: 'noop' }),
+    releaseEpisode: async () => undefined,
+    createSandbox: async () => ({ sandboxId: 'noop', hostQueue }),
+    cleanupAttempt: async () => undefined,
+    openSession: async (input) => ({ sessionId: `${input.episodeId}:${input.attempt}`, key: 'noop' }),
+    agentStep: async () => ({ done: true, reason: 'submitted', turns: 1, toolCalls: 1, envSeconds: 0 }),
+    computeReward: async () => ({ reward: 1, resolved: true, reason: 'resolved', passed: 1, failed: 0 }),
+    closeSession: async (input) => ({ sessionId: input.sessionId, chains: 1, turns: 1, toolCalls: 1, rollbacks: 0, tokens: 0, sampledTokens: 0, terminationReason: undefined }),
+    finishEpisode: async () => undefined,
+    exportBatch: async () => ({ files: [], chains: 0, tokens: 0 }),
+  };
+}
+export type NoopActivities = ReturnType<typeof createNoopActivities>;
+
+/** admit, create, open, one step, reward, close, finish, cleanup, release. */
+export const EPISODE_ACTIVITIES = 9;

@@ -1,0 +1,79 @@
+/**
+ * npm run bench:orchestration
+ *
+ * Episodes per second for trivial episodes (no-op activities, one agent step) through a real
+ * Temporal dev server, next to a bare baseline measured in the same run: a workflow running the
+ * same number of no-op activities. Also the same episodes fanned out by the batch workflow.
+ * Prints figures and ratios; asserts nothing about speed.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker, bundleWorkflowCode } from '@temporalio/worker';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { BatchInput, EpisodeInput } from '../activities/types.js';
+import { startDevServer } from '../stack/temporal-dev-server.js';
+import { installWorkerRuntime } from '../workers/worker.js';
+import { createNoopActivities, EPISODE_ACTIVITIES } from './noop-activities.js';
+import { freePort } from '../stack/ports.js';
+
+const EPISODES = Number(process.env.BENCH_EPISODES ?? 200);
+const TASK_QUEUE = 'bench-orchestration';
+const HOST_QUEUE = `${TASK_QUEUE}-host`;
+
+const limits = { maxTurns: 4, maxContextTokens: 32_768, maxWallTimeMs: 600_000, maxInfraAttempts: 3, commandTimeoutMs: 60_000 };
+const sampling = { temperature: 1, topP: 1, maxTokens: 1024 };
+
+async function timed(label: string, run: () => Promise<unknown>): Promise<number> {
+  const started = performance.now();
+  await run();
+  const seconds = (performance.now() - started) / 1000;
+  console.log(`  ${label.padEnd(44)} ${seconds.toFixed(2).padStart(7)} s  ${(EPISODES / seconds).toFixed(1).padStart(7)} episodes/s`);
+  return seconds;
+}
+
+async function main(): Promise<void> {
+  installWorkerRuntime();
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'bench-orch-'));
+  const server = await startDevServer({ dataDir, port: await freePort(), uiPort: 0 });
+  const workflowBundle = await bundleWorkflowCode({
+    workflowsPath: fileURLToPath(new URL('./orchestration-workflows.ts', import.meta.url)),
+    logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} },
+  });
+  const nativeConnection = await NativeConnection.connect({ address: server.address });
+  const activities = createNoopActivities(HOST_QUEUE);
+  const workers = await Promise.all(
+    [TASK_QUEUE, HOST_QUEUE].map((taskQueue) =>
+      Worker.create({ connection: nativeConnection, taskQueue, workflowBundle: taskQueue === TASK_QUEUE ? workflowBundle : undefined, activities, maxConcurrentActivityTaskExecutions: 200, maxConcurrentWorkflowTaskExecutions: 100 }),
+    ),
+  );
+  const running = Promise.all(workers.map((w) => w.run()));
+  const connection = await Connection.connect({ address: server.address });
+  const client = new Client({ connection });
+  const run = Date.now();
+  const episode = (i: number): EpisodeInput => ({ batchId: 'bench', groupId: 'bench.g0', taskSource: 'builtin', taskId: 'noop', episodeIndex: i, agentName: 'noop', limits, sampling });
+
+  console.log(`orchestration benchmark: ${EPISODES} trivial episodes (${EPISODE_ACTIVITIES} no-op activities each), Temporal dev server ${server.address}, ${os.cpus().length} cores`);
+  const startAll = (workflow: string, args: (i: number) => unknown[]) =>
+    Promise.all(Array.from({ length: EPISODES }, (_, i) => client.workflow.execute(workflow, { taskQueue: TASK_QUEUE, workflowId: `${workflow}-${run}-${i}`, args: args(i) })));
+
+  // Warm-up: the first workflows pay for worker start-up and sticky caches.
+  await Promise.all(Array.from({ length: 10 }, (_, i) => client.workflow.execute('baselineWorkflow', { taskQueue: TASK_QUEUE, workflowId: `warm-${run}-${i}`, args: [EPISODE_ACTIVITIES] })));
+
+  const baseline = await timed(`baseline: bare workflow, ${EPISODE_ACTIVITIES} no-op activities`, () => startAll('baselineWorkflow', () => [EPISODE_ACTIVITIES]));
+  const episodes = await timed('episode workflows, started by the client', () => startAll('episodeWorkflow', (i) => [episode(i)]));
+  const batchInput: BatchInput = { batchId: `bench-batch-${run}`, taskSource: 'builtin', taskIds: Array.from({ length: EPISODES / 4 }, (_, i) => `t${i}`), n: 4, agentName: 'noop', concurrency: 64, filterUniformGroups: false, limits, sampling };
+  const batch = await timed('episodes fanned out by one batch workflow', () => client.workflow.execute('batchWorkflow', { taskQueue: TASK_QUEUE, workflowId: batchInput.batchId, args: [batchInput] }));
+  console.log(`ratio episode/baseline throughput: ${(baseline / episodes).toFixed(2)}`);
+  console.log(`ratio batch/baseline throughput:   ${(baseline / batch).toFixed(2)}`);
+
+  for (const w of workers) w.shutdown();
+  await running;
+  await connection.close();
+  await nativeConnection.close();
+  await server.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+}
+
+await main();

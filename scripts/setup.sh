@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs everything agent-rollout needs on a fresh machine; a second run skips what is there.
+#   - bubblewrap (apt) for the local sandboxes, git for task repositories
+#   - npm packages (npm ci)
+#   - the Temporal CLI, built from the Go module proxy into .tools/bin (no binary downloads),
+#     unless a `temporal` is already on PATH
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TEMPORAL_CLI_VERSION=v1.5.1
+say() { printf 'setup: %s\n' "$*"; }
+
+missing_apt=()
+command -v bwrap >/dev/null 2>&1 || missing_apt+=(bubblewrap)
+command -v git >/dev/null 2>&1 || missing_apt+=(git)
+command -v python3 >/dev/null 2>&1 || missing_apt+=(python3)
+if [ ${#missing_apt[@]} -gt 0 ]; then
+  say "installing ${missing_apt[*]} with apt"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing_apt[@]}" >/dev/null
+fi
+
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$node_major" -lt 20 ]; then
+  say "Node 20 or newer is required (found $(node --version))"
+  exit 1
+fi
+
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "installing npm packages"
+  npm ci --no-audit --no-fund --loglevel=error
+else
+  say "npm packages already installed"
+fi
+
+if command -v temporal >/dev/null 2>&1; then
+  say "using temporal on PATH: $(command -v temporal)"
+elif [ -x .tools/bin/temporal ]; then
+  say "Temporal CLI already built in .tools/bin"
+else
+  if ! command -v go >/dev/null 2>&1; then
+    say "Go is needed to build the Temporal CLI (or put a temporal binary on PATH)"
+    exit 1
+  fi
+  say "building the Temporal CLI $TEMPORAL_CLI_VERSION from the Go module proxy (a few minutes, once)"
+  mkdir -p .tools/bin
+  CGO_ENABLED=0 GOBIN="$PWD/.tools/bin" go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_CLI_VERSION"
+fi
+say "ready"
