@@ -1,9 +1,11 @@
 import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { BatchManifest } from '../activities/types.js';
 import { ConfigError, loadConfig, type Config } from '../stack/config.js';
 import { BatchRequestError, buildBatchInput, followBatch, formatProgress, formatSummary, startBatch } from '../stack/batches.js';
 import { dataPaths } from '../stack/paths.js';
+import { createSandboxProvider } from '../sandbox/index.js';
 import { startStack, startStandaloneWorker, type Stack } from '../stack/stack.js';
 import { TaskLoadError } from '../tasks/loader.js';
 import { assembleEpisode, TrajectoryStore, writeArrowStream } from '../trajectory/index.js';
@@ -55,13 +57,23 @@ async function runBatchOnStack(stack: Stack, args: ParsedArgs, defaults: { tasks
   return manifest;
 }
 
-/** Stops an interrupted batch: terminating it terminates its episodes too (parent close policy). */
+/**
+ * Stops an interrupted batch: terminating it terminates its episodes too (parent close policy),
+ * whose cleanup then never runs, so their sandboxes and agent state are removed here.
+ */
 async function abandonBatch(stack: Stack, batchId: string): Promise<void> {
   try {
     await stack.client.workflow.getHandle(batchId).terminate('interrupted from the command line');
   } catch (error) {
     if (!(error instanceof WorkflowNotFoundError)) throw error;
   }
+  const sandboxes = createSandboxProvider({ provider: 'bubblewrap', rootDir: dataPaths(stack.config.dataDir).sandboxes });
+  for (const sandbox of await sandboxes.list()) {
+    if (sandbox.labels.episode?.startsWith(`${batchId}/`)) await sandboxes.destroy(sandbox.id);
+  }
+  const stateDir = dataPaths(stack.config.dataDir).agentState;
+  const prefix = encodeURIComponent(`${batchId}/`);
+  for (const file of await readdir(stateDir)) if (file.startsWith(prefix)) await rm(path.join(stateDir, file), { force: true });
 }
 
 async function demo(config: Config, args: ParsedArgs): Promise<void> {

@@ -1,6 +1,6 @@
 import { Connection } from '@temporalio/client';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, openSync } from 'node:fs';
+import { mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SEARCH_ATTRIBUTES } from '../workflows/search-attributes.js';
@@ -49,7 +49,12 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     '--sqlite-pragma', 'journal_mode=wal',
     '--sqlite-pragma', 'synchronous=normal',
   ];
-  const child: ChildProcess = spawn(findTemporalBinary(), args, { stdio: ['ignore', log, log] });
+  const pidFile = path.join(options.dataDir, 'server.pid');
+  killStale(pidFile);
+  // Its own process group: Ctrl-C in a terminal reaches only us, and we stop the server after the
+  // worker and the batch are done with it. The pid file lets the next start clean up after a crash.
+  const child: ChildProcess = spawn(findTemporalBinary(), args, { stdio: ['ignore', log, log], detached: true });
+  writeFileSync(pidFile, String(child.pid));
   let exited: string | undefined;
   child.once('exit', (code, signal) => (exited = `exited with ${code ?? signal}`));
   const address = `127.0.0.1:${options.port}`;
@@ -79,6 +84,24 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
       const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await done;
       clearTimeout(timer);
+      rmSync(pidFile, { force: true });
     },
   };
+}
+
+/** Stops a dev server a crashed predecessor left running on the same data directory. */
+function killStale(pidFile: string): void {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(pidFile, 'utf8'));
+  } catch {
+    return;
+  }
+  try {
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    if (cmdline.includes('start-dev')) process.kill(pid, 'SIGKILL');
+  } catch {
+    // Already gone.
+  }
+  rmSync(pidFile, { force: true });
 }

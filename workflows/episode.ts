@@ -35,26 +35,20 @@ const sandboxes = proxyActivities<Activities>({
 
 /**
  * Activities on the sandbox's own host queue. An agent step changes the sandbox, so it is retried
- * only after the step itself recorded what ran (see agents/builtin/step.ts); a host that never picks
- * the work up fails the attempt after the schedule-to-start timeout.
+ * only after the step itself recorded what ran (see agents/builtin/step.ts); the reward builds a
+ * fresh sandbox each try. A host that never picks the work up fails the attempt after the
+ * schedule-to-start timeout; a dead worker is noticed by the missing heartbeat.
  */
 function hostActivities(hostQueue: string) {
   return {
-    step: proxyActivities<Activities>({
+    work: proxyActivities<Activities>({
       taskQueue: hostQueue,
       scheduleToStartTimeout: '5 minutes',
       startToCloseTimeout: '15 minutes',
       heartbeatTimeout: '20 seconds',
       retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 3 },
     }),
-    reward: proxyActivities<Activities>({
-      taskQueue: hostQueue,
-      scheduleToStartTimeout: '5 minutes',
-      startToCloseTimeout: '15 minutes',
-      heartbeatTimeout: '20 seconds',
-      retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 3 },
-    }),
-    /** Destroy is idempotent; if the host is gone for good, the janitor removes the sandbox by TTL. */
+    /** Destroy is idempotent; if the host is gone for good, the sandbox's TTL removes it. */
     cleanup: proxyActivities<Activities>({
       taskQueue: hostQueue,
       scheduleToCloseTimeout: '2 minutes',
@@ -153,7 +147,7 @@ async function runAttempt(
     let reason = 'max_turns';
     // One more step than turns: the gateway answers the step past the budget with a final message.
     for (let step = 0; step <= input.limits.maxTurns; step++) {
-      const result = await host.step.agentStep({
+      const result = await host.work.agentStep({
         episodeId,
         attempt,
         sandboxId: sandbox.sandboxId,
@@ -171,7 +165,7 @@ async function runAttempt(
       }
     }
     status.phase = 'reward';
-    const reward: RewardSummary = await host.reward.computeReward({ episodeId, attempt, sandboxId: sandbox.sandboxId, taskSource: input.taskSource, taskId: input.taskId });
+    const reward: RewardSummary = await host.work.computeReward({ episodeId, attempt, sandboxId: sandbox.sandboxId, taskSource: input.taskSource, taskId: input.taskId });
     status.phase = 'closing';
     const summary = await control.closeSession({ sessionId, reason });
     const terminationReason = summary.terminationReason ?? reason;
