@@ -45,14 +45,12 @@ export class SessionManager {
   close(sessionId: string, reason: string): SessionSummary | undefined {
     const record = this.store.getSession(sessionId);
     if (!record) return undefined;
-    const session = this.live.get(record.key) ?? GatewaySession.restore(record, this.store.loadTurns(sessionId));
+    const turns = this.store.loadTurns(sessionId);
+    const session = this.live.get(record.key) ?? GatewaySession.restore(record, turns);
     this.store.closeSession(sessionId, session.terminationReason ?? reason);
     this.live.delete(record.key);
     const tokens = session.chains.reduce((sum, c) => sum + c.tokens.length, 0);
-    const sampledTokens = this.store
-      .loadTurns(sessionId)
-      .filter((t) => !t.rolledBack)
-      .reduce((sum, t) => sum + t.sampled.length, 0);
+    const sampledTokens = turns.filter((t) => !t.rolledBack).reduce((sum, t) => sum + t.sampled.length, 0);
     return {
       sessionId,
       chains: session.chains.filter((c) => c.turns.length > 0).length,

@@ -96,6 +96,8 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
     if (parsed.toolCalls.length > 0) reply.tool_calls = parsed.toolCalls;
 
     const chain = plan.kind === 'new' ? undefined : plan.chain;
+    const replaced = plan.kind === 'rollback' ? plan.chain.history[plan.chain.history.length - 1] : undefined;
+    const replacedToolCalls = replaced?.role === 'assistant' ? (replaced.tool_calls?.length ?? 0) : 0;
     const chainIndex = chain?.index ?? session.chains.length;
     const liveAfter = (chain?.turns.length ?? 0) - (plan.kind === 'rollback' ? 1 : 0);
     deps.store.commitTurn(
@@ -129,7 +131,7 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
     });
     if (plan.kind === 'rollback') session.rollbacks += 1;
     else session.liveTurns += 1;
-    session.toolCalls += parsed.toolCalls.length;
+    session.toolCalls += parsed.toolCalls.length - replacedToolCalls;
 
     return {
       kind: 'generated',
