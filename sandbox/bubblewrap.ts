@@ -174,7 +174,7 @@ export class BubblewrapProvider implements SandboxProvider {
       throw err;
     } finally {
       runs.delete(run);
-      if (runs.size === 0) this.running.delete(id);
+      if (runs.size === 0 && this.running.get(id) === runs) this.running.delete(id);
     }
   }
 
@@ -209,6 +209,7 @@ export class BubblewrapProvider implements SandboxProvider {
     await this.remove(id);
   }
 
+  /** Every sandbox with all of `labels`, expired ones not yet swept included. */
   async list(labels: Record<string, string> = {}): Promise<SandboxInfo[]> {
     const infos: SandboxInfo[] = [];
     for (const id of await this.sandboxDirs()) {
@@ -378,7 +379,9 @@ export class BubblewrapProvider implements SandboxProvider {
     this.emptyFileReady ??= (async (): Promise<string> => {
       const path = join(this.rootDir, '.empty');
       await mkdir(this.rootDir, { recursive: true });
-      await writeFile(path, '', { mode: 0o444 });
+      await writeFile(path, '', { mode: 0o444, flag: 'wx' }).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') throw err;
+      });
       return path;
     })();
     return this.emptyFileReady;

@@ -133,20 +133,32 @@ export function runInBwrap(req: RunRequest): RunningCommand {
   const stdout = new CappedSink(child.stdout!, req.maxOutputBytes);
   const stderr = new CappedSink(child.stderr!, req.maxOutputBytes);
 
-  let info = '';
+  let timedOut = false;
+  let killed = false;
+  let started = false;
   let init: SandboxInit | undefined;
+  // Kills go to the init, never to the outer bwrap: killed during setup, the outer can leave its
+  // init blocked for ever, waiting on it before --die-with-parent is armed. A kill requested
+  // before bwrap has reported the init happens when it does.
+  let killRequested = false;
+  const killSandbox = (): void => {
+    killRequested = true;
+    if (init) void killInit(init);
+  };
+
+  let info = '';
   (child.stdio[INFO_FD] as Readable).on('data', (chunk: Buffer) => {
     info += chunk.toString('utf8');
     try {
       const parsed = JSON.parse(info) as { 'child-pid'?: number; 'pid-namespace'?: number };
       if (parsed['child-pid'] !== undefined && parsed['pid-namespace'] !== undefined) {
         init = { pid: parsed['child-pid'], pidNamespace: parsed['pid-namespace'] };
+        if (killRequested) void killInit(init);
       }
     } catch {
       // Not all of the JSON has arrived yet.
     }
   });
-  let started = false;
   (child.stdio[STARTED_FD] as Readable).on('data', () => {
     started = true;
   });
@@ -157,12 +169,6 @@ export function runInBwrap(req: RunRequest): RunningCommand {
     child.stdin.end(req.stdin);
   }
 
-  let timedOut = false;
-  let killed = false;
-  const killSandbox = (): void => {
-    if (init) void killInit(init);
-    else child.kill('SIGKILL'); // still setting up: --die-with-parent takes the rest down
-  };
   const timer = setTimeout(() => {
     timedOut = true;
     killSandbox();

@@ -151,7 +151,6 @@ export async function agentDiff(
   provider: SandboxProvider,
   workspaceDir: string,
   edits: Record<string, string>,
-  shell?: string,
 ): Promise<string> {
   const { id } = await provider.create({
     idempotencyKey: `agent-${process.pid}-${agentRuns++}`,
@@ -160,7 +159,6 @@ export async function agentDiff(
   try {
     for (const [path, content] of Object.entries(edits))
       await provider.writeFile(id, path, content);
-    if (shell) await provider.exec(id, { shell });
     return await workspaceDiff(provider, id);
   } finally {
     await provider.destroy(id);
