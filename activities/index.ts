@@ -1,7 +1,7 @@
 import { ApplicationFailure, Context, sleep } from '@temporalio/activity';
 import path from 'node:path';
 import { removeAgentState, runAgentStep, type AgentStepResult } from '../agents/builtin/index.js';
-import type { AdmissionControl } from '../scheduler/index.js';
+import type { AdmissionControl, Lease } from '../scheduler/index.js';
 import { SandboxError, type SandboxProvider } from '../sandbox/provider.js';
 import { evaluateReward, workspaceDiff } from '../tasks/reward/index.js';
 import { exportBatch, type TrajectoryStore } from '../trajectory/index.js';
@@ -40,10 +40,17 @@ async function sandboxCall<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Heartbeats while `fn` runs, so a dead worker is noticed within the heartbeat timeout. */
-async function withHeartbeat<T>(fn: () => Promise<T>): Promise<T> {
+/**
+ * Heartbeats while `fn` runs, so a dead worker is noticed within the heartbeat timeout, and keeps
+ * the episode's admission lease alive meanwhile.
+ */
+async function withHeartbeat<T>(admission: AdmissionControl, lease: Lease, fn: () => Promise<T>): Promise<T> {
   const ctx = Context.current();
-  const timer = setInterval(() => ctx.heartbeat(), 2_000);
+  admission.renew(lease);
+  const timer = setInterval(() => {
+    ctx.heartbeat();
+    admission.renew(lease);
+  }, 2_000);
   try {
     return await fn();
   } finally {
@@ -115,6 +122,7 @@ export function createActivities(deps: ActivityDeps) {
     async agentStep(input: {
       episodeId: string;
       attempt: number;
+      instance: string;
       sandboxId: string;
       sessionKey: string;
       taskSource: string;
@@ -122,7 +130,7 @@ export function createActivities(deps: ActivityDeps) {
       commandTimeoutMs: number;
     }): Promise<AgentStepResult> {
       const task = await deps.tasks.get(input.taskSource, input.taskId);
-      return withHeartbeat(() =>
+      return withHeartbeat(deps.admission, { episodeId: input.episodeId, instance: input.instance }, () =>
         sandboxCall(() =>
           runAgentStep(
             { sandbox: deps.sandbox, stateDir: deps.agentStateDir },
@@ -142,9 +150,9 @@ export function createActivities(deps: ActivityDeps) {
     },
 
     /** Runs the hidden tests in a fresh sandbox against the agent's diff. */
-    async computeReward(input: { episodeId: string; attempt: number; sandboxId: string; taskSource: string; taskId: string }): Promise<RewardSummary> {
+    async computeReward(input: { episodeId: string; attempt: number; instance: string; sandboxId: string; taskSource: string; taskId: string }): Promise<RewardSummary> {
       const task = await deps.tasks.get(input.taskSource, input.taskId);
-      return withHeartbeat(async () => {
+      return withHeartbeat(deps.admission, { episodeId: input.episodeId, instance: input.instance }, async () => {
         const agentDiff = await sandboxCall(() => workspaceDiff(deps.sandbox, input.sandboxId));
         const result = await sandboxCall(() =>
           evaluateReward({ provider: deps.sandbox }, { task, agentDiff, idempotencyKey: `${input.episodeId}:${input.attempt}` }),

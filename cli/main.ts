@@ -1,4 +1,4 @@
-import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { BatchManifest } from '../activities/types.js';
@@ -6,6 +6,8 @@ import { ConfigError, loadConfig, type Config } from '../stack/config.js';
 import { BatchRequestError, buildBatchInput, followBatch, formatProgress, formatSummary, startBatch } from '../stack/batches.js';
 import { dataPaths } from '../stack/paths.js';
 import { createSandboxProvider } from '../sandbox/index.js';
+import { AdmissionControl } from '../scheduler/index.js';
+import Database from 'better-sqlite3';
 import { startStack, startStandaloneWorker, type Stack } from '../stack/stack.js';
 import { TaskLoadError } from '../tasks/loader.js';
 import { assembleEpisode, TrajectoryStore, writeArrowStream } from '../trajectory/index.js';
@@ -59,7 +61,7 @@ async function runBatchOnStack(stack: Stack, args: ParsedArgs, defaults: { tasks
 
 /**
  * Stops an interrupted batch: terminating it terminates its episodes too (parent close policy),
- * whose cleanup then never runs, so their sandboxes and agent state are removed here.
+ * whose cleanup then never runs, so their sandboxes, agent state and admission leases go here.
  */
 async function abandonBatch(stack: Stack, batchId: string): Promise<void> {
   try {
@@ -70,6 +72,12 @@ async function abandonBatch(stack: Stack, batchId: string): Promise<void> {
   const sandboxes = createSandboxProvider({ provider: 'bubblewrap', rootDir: dataPaths(stack.config.dataDir).sandboxes });
   for (const sandbox of await sandboxes.list()) {
     if (sandbox.labels.episode?.startsWith(`${batchId}/`)) await sandboxes.destroy(sandbox.id);
+  }
+  const scheduler = new Database(dataPaths(stack.config.dataDir).scheduler);
+  try {
+    new AdmissionControl(scheduler, stack.engines, stack.config.admission).releaseAll(`${batchId}/`);
+  } finally {
+    scheduler.close();
   }
   const stateDir = dataPaths(stack.config.dataDir).agentState;
   const prefix = encodeURIComponent(`${batchId}/`);
@@ -201,7 +209,7 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-const EXPECTED = [UsageError, ConfigError, TaskLoadError, BatchRequestError, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError];
+const EXPECTED = [UsageError, ConfigError, TaskLoadError, BatchRequestError, WorkflowNotFoundError];
 
 main(process.argv.slice(2)).then(
   () => process.exit(0),

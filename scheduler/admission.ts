@@ -7,7 +7,10 @@ export interface AdmissionOptions {
    * `floor(kvCapacityTokens / episodeTokens)` episodes at once (at least one).
    */
   episodeTokens: number;
-  /** A lease not released within this time is considered abandoned (its episode died). */
+  /**
+   * A lease not renewed within this time is considered abandoned (its episode was terminated or
+   * its workers died); running episodes renew theirs while they work.
+   */
   leaseTtlMs: number;
 }
 
@@ -36,6 +39,9 @@ export class AdmissionControl {
     if (instances.length === 0) throw new Error('admission needs at least one engine instance');
     db.exec(`CREATE TABLE IF NOT EXISTS admission_leases (
       episode_id TEXT PRIMARY KEY, instance TEXT NOT NULL, expires_at INTEGER NOT NULL)`);
+    // Leases taken under a longer TTL than configured now would otherwise block slots for longer.
+    const latest = Date.now() + options.leaseTtlMs;
+    db.prepare('UPDATE admission_leases SET expires_at = ? WHERE expires_at > ?').run(latest, latest);
   }
 
   private slots(instance: InstanceConfig): number {
@@ -72,6 +78,18 @@ export class AdmissionControl {
         .run(episodeId, pick.instance, now + this.options.leaseTtlMs);
       return { episodeId, instance: pick.instance };
     }).immediate();
+  }
+
+  /** Extends a running episode's lease (re-taking it if it had expired). */
+  renew(lease: Lease, now = Date.now()): void {
+    this.db
+      .prepare('INSERT OR REPLACE INTO admission_leases (episode_id, instance, expires_at) VALUES (?, ?, ?)')
+      .run(lease.episodeId, lease.instance, now + this.options.leaseTtlMs);
+  }
+
+  /** Drops the leases of episodes whose id starts with `prefix` (an abandoned batch). */
+  releaseAll(prefix: string): number {
+    return this.db.prepare("DELETE FROM admission_leases WHERE substr(episode_id, 1, ?) = ?").run(prefix.length, prefix).changes;
   }
 
   release(episodeId: string): void {

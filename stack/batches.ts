@@ -1,4 +1,4 @@
-import { WorkflowIdReusePolicy, type Client, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, type Client, type WorkflowHandle } from '@temporalio/client';
 import path from 'node:path';
 import type { BatchInput, BatchManifest, BatchProgress } from '../activities/types.js';
 import { BUILTIN_TASKS } from '../activities/task-catalog.js';
@@ -50,12 +50,19 @@ export async function buildBatchInput(config: Config, request: BatchRequest): Pr
 
 /** Starts the batch workflow; its workflow id is the batch id, so starting it twice is refused. */
 export async function startBatch(client: Client, config: Config, input: BatchInput): Promise<WorkflowHandle<typeof batchWorkflow>> {
-  return client.workflow.start<typeof batchWorkflow>('batchWorkflow', {
-    taskQueue: config.temporal.taskQueue,
-    workflowId: input.batchId,
-    args: [input],
-    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-  });
+  try {
+    return await client.workflow.start<typeof batchWorkflow>('batchWorkflow', {
+      taskQueue: config.temporal.taskQueue,
+      workflowId: input.batchId,
+      args: [input],
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+    });
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError) {
+      throw new BatchRequestError(`batch ${input.batchId} already exists; choose another --id`);
+    }
+    throw error;
+  }
 }
 
 /** Waits for the manifest, calling `onProgress` about once a second. */

@@ -108,7 +108,7 @@ export const ConfigSchema = z
     admission: z
       .object({
         episodeTokens: z.number().int().positive().default(16_384),
-        leaseTtlMs: z.number().int().positive().default(3 * 60 * 60 * 1000),
+        leaseTtlMs: z.number().int().positive().default(10 * 60 * 1000),
       })
       .prefault({}),
   })

@@ -150,6 +150,7 @@ async function runAttempt(
       const result = await host.work.agentStep({
         episodeId,
         attempt,
+        instance,
         sandboxId: sandbox.sandboxId,
         sessionKey: session.key,
         taskSource: input.taskSource,
@@ -165,7 +166,7 @@ async function runAttempt(
       }
     }
     status.phase = 'reward';
-    const reward: RewardSummary = await host.work.computeReward({ episodeId, attempt, sandboxId: sandbox.sandboxId, taskSource: input.taskSource, taskId: input.taskId });
+    const reward: RewardSummary = await host.work.computeReward({ episodeId, attempt, instance, sandboxId: sandbox.sandboxId, taskSource: input.taskSource, taskId: input.taskId });
     status.phase = 'closing';
     const summary = await control.closeSession({ sessionId, reason });
     const terminationReason = summary.terminationReason ?? reason;

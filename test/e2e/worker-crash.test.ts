@@ -17,7 +17,7 @@ afterAll(async () => {
 });
 
 describe('a worker killed in the middle of a batch', () => {
-  it('is replaced by a new worker and every episode is delivered exactly once', async () => {
+  it('is replaced by a new worker and every episode is delivered exactly once', { timeout: 240_000 }, async () => {
     engines = await startTestEngines({ count: 2, timeScale: 0.05 });
     const config = testConfig({ engines: engines.instances, batch: { concurrency: 4 } });
     stack = await startStack(config, { worker: false });
