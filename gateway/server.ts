@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { TrajectoryStore } from '../trajectory/index.js';
 import { registerAdminRoutes } from './admin.js';
 import { BackendError, type Backend } from './backends/backend.js';
@@ -28,15 +28,32 @@ export interface GatewayOptions {
   logger?: boolean;
 }
 
-/** Protocol routes, mounted at the root and under `/s/<key>` for clients that cannot set a key. */
+/**
+ * Protocol routes, mounted at the root and under `/s/<key>` for clients that cannot set a key.
+ * Each protocol is its own encapsulated plugin with its own error envelope.
+ */
 function protocolRoutes(deps: GatewayDeps) {
   return async (app: FastifyInstance) => {
-    registerChatCompletions(app, deps);
-    app.get('/v1/models', async () => ({
-      object: 'list',
-      data: [{ id: deps.modelName, object: 'model', created: 0, owned_by: 'agent-rollout' }],
-    }));
+    await app.register(async (openai) => {
+      openai.setErrorHandler(openAiErrorHandler);
+      registerChatCompletions(openai, deps);
+      openai.get('/v1/models', async () => ({
+        object: 'list',
+        data: [{ id: deps.modelName, object: 'model', created: 0, owned_by: 'agent-rollout' }],
+      }));
+    });
   };
+}
+
+/** OpenAI's envelope `{"error":{"message","type","param","code"}}` for every failure. */
+function openAiErrorHandler(error: unknown, _request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (error instanceof GatewayError || error instanceof BackendError) {
+    const type = error instanceof GatewayError ? error.type : 'server_error';
+    return reply.code(error.status).send({ error: { message: error.message, type, param: null, code: null } });
+  }
+  const status = (error as { statusCode?: number }).statusCode ?? 500;
+  const type = status < 500 ? 'invalid_request_error' : 'server_error';
+  return reply.code(status).send({ error: { message: (error as Error).message, type, param: null, code: null } });
 }
 
 export async function buildGateway(options: GatewayOptions): Promise<FastifyInstance> {
@@ -59,14 +76,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     },
   };
   const app = Fastify({ logger: options.logger ?? false, bodyLimit: 64 * 1024 * 1024 });
-  app.setErrorHandler((error, _request, reply) => {
-    if (error instanceof GatewayError || error instanceof BackendError) {
-      const type = error instanceof GatewayError ? error.type : 'server_error';
-      return reply.code(error.status).send({ error: { message: error.message, type, param: null, code: null } });
-    }
-    const status = (error as { statusCode?: number }).statusCode ?? 500;
-    return reply.code(status).send({ error: { message: (error as Error).message, type: status < 500 ? 'invalid_request_error' : 'server_error', param: null, code: null } });
-  });
+  app.setErrorHandler(openAiErrorHandler);
   app.head('/', async (_request, reply) => reply.code(200).send());
   app.get('/health', async () => ({ status: 'ok', sessions: 'ready' }));
   await app.register(protocolRoutes(deps));
