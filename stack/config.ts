@@ -45,6 +45,7 @@ export const ConfigSchema = z
         dir: z.string().nullable().default(null),
         name: z.string().default('Qwen/Qwen3-8B'),
         enableThinking: z.boolean().default(true),
+        toolParser: z.enum(['qwen3', 'qwen3-coder']).default('qwen3'),
       })
       .prefault({}),
     engines: z.array(Engine).default([]),

@@ -105,7 +105,11 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
       temporalAddress = devServer.address;
     }
 
-    const codec = await loadCodec({ modelDir: config.model.dir ?? undefined, enableThinking: config.model.enableThinking });
+    const codec = await loadCodec({
+      modelDir: config.model.dir ?? undefined,
+      enableThinking: config.model.enableThinking,
+      toolParser: config.model.toolParser,
+    });
     const tasks = new TaskCatalog();
     let engines: InstanceConfig[] = config.engines;
     if (engines.length === 0) {

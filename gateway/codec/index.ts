@@ -3,6 +3,8 @@ import { createIncrementalEncoder, type IncrementalEncoder } from './incremental
 import { defaultModelDir, loadModelFiles } from './model-files.js';
 import { createTokenizer, type TextTokenizer } from './tokenizer.js';
 import { parseQwen3Turn, type ParsedTurn } from './tool-parser.js';
+import { parseQwen3CoderTurn } from './tool-parser-xml.js';
+import type { ToolSpec } from './messages.js';
 
 export type { ChatMessage, ToolCall, ToolSpec } from './messages.js';
 export { canonicalKey } from './messages.js';
@@ -15,7 +17,8 @@ export interface Codec {
   tokenizer: TextTokenizer;
   template: ChatTemplate;
   encoder: IncrementalEncoder;
-  parseTurn(text: string): ParsedTurn;
+  /** Splits a sampled turn (without its end-of-turn token) into reasoning, text and tool calls. */
+  parseTurn(text: string, tools?: ToolSpec[]): ParsedTurn;
 }
 
 export interface CodecOptions {
@@ -23,7 +26,19 @@ export interface CodecOptions {
   modelDir?: string;
   /** Passed to the template as `enable_thinking`. Default true. */
   enableThinking?: boolean;
+  /**
+   * The model's native tool-call format: `qwen3` (`<tool_call>{json}</tool_call>`) or `qwen3-coder`
+   * (`<function=…><parameter=…>`, Qwen3-Coder and Qwen3.5). Default `qwen3`.
+   */
+  toolParser?: ToolParserName;
 }
+
+export type ToolParserName = 'qwen3' | 'qwen3-coder';
+
+const TOOL_PARSERS: Record<ToolParserName, (text: string, tools?: ToolSpec[]) => ParsedTurn> = {
+  qwen3: (text) => parseQwen3Turn(text),
+  'qwen3-coder': parseQwen3CoderTurn,
+};
 
 export async function loadCodec(options: CodecOptions = {}): Promise<Codec> {
   const files = await loadModelFiles(options.modelDir ?? defaultModelDir());
@@ -34,6 +49,6 @@ export async function loadCodec(options: CodecOptions = {}): Promise<Codec> {
     tokenizer,
     template,
     encoder: createIncrementalEncoder(template, tokenizer),
-    parseTurn: parseQwen3Turn,
+    parseTurn: TOOL_PARSERS[options.toolParser ?? 'qwen3'],
   };
 }

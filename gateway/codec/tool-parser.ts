@@ -11,6 +11,20 @@ export interface ParsedTurn {
 
 const THINK_OPEN = '<think>';
 const THINK_CLOSE = '</think>';
+/**
+ * Splits `<think>…</think>` reasoning off a turn. The generation prompt may already hold the
+ * opening tag, so the reasoning runs from the start when only the closing tag was sampled.
+ */
+export function splitReasoning(text: string): { reasoning: string | undefined; rest: string } {
+  const close = text.indexOf(THINK_CLOSE);
+  if (close < 0) return { reasoning: undefined, rest: text };
+  const open = text.indexOf(THINK_OPEN);
+  return {
+    reasoning: text.slice(open >= 0 && open < close ? open + THINK_OPEN.length : 0, close).trim(),
+    rest: text.slice(close + THINK_CLOSE.length),
+  };
+}
+
 const CALL_RE = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g;
 
 /**
@@ -19,14 +33,7 @@ const CALL_RE = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g;
  * token.
  */
 export function parseQwen3Turn(text: string): ParsedTurn {
-  let reasoning: string | undefined;
-  let rest = text;
-  const close = rest.indexOf(THINK_CLOSE);
-  if (close >= 0) {
-    const open = rest.indexOf(THINK_OPEN);
-    reasoning = rest.slice(open >= 0 && open < close ? open + THINK_OPEN.length : 0, close).trim();
-    rest = rest.slice(close + THINK_CLOSE.length);
-  }
+  const { reasoning, rest } = splitReasoning(text);
   const toolCalls: ToolCall[] = [];
   let invalidToolCalls = 0;
   let content = '';

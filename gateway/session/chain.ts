@@ -7,6 +7,8 @@ export interface ChainTurn {
   start: number;
   /** Length of the chain's history before this turn's appended messages. */
   historyBefore: number;
+  /** Token offset where this turn's sampled tokens begin. */
+  sampledFrom: number;
 }
 
 /**
@@ -20,6 +22,8 @@ export class Chain {
   tokens: number[] = [];
   turns: ChainTurn[] = [];
   nextSeq = 0;
+  /** Set while a request generates on this chain; others wait for it. */
+  busy: Promise<void> | undefined;
 
   constructor(
     readonly index: number,
@@ -45,7 +49,12 @@ export class Chain {
       this.history.push(message);
       this.keys.push(canonicalKey(message));
     }
-    const committed = { seq: this.nextSeq++, start: turn.baseTokens, historyBefore: turn.baseHistory };
+    const committed = {
+      seq: this.nextSeq++,
+      start: turn.baseTokens,
+      historyBefore: turn.baseHistory,
+      sampledFrom: turn.baseTokens + turn.delta.length,
+    };
     this.turns.push(committed);
     return committed;
   }

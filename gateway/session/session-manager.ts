@@ -10,6 +10,8 @@ export interface SessionSummary {
   turns: number;
   toolCalls: number;
   rollbacks: number;
+  /** Sampled tokens that rollbacks dropped from training. */
+  rolledBackTokens: number;
   /** Tokens of all chains: prompt and sampled. */
   tokens: number;
   sampledTokens: number;
@@ -57,6 +59,7 @@ export class SessionManager {
       turns: session.liveTurns,
       toolCalls: session.toolCalls,
       rollbacks: session.rollbacks,
+      rolledBackTokens: session.rolledBackTokens,
       tokens,
       sampledTokens,
       terminationReason: session.terminationReason,

@@ -11,6 +11,8 @@ export class GatewaySession {
   liveTurns = 0;
   toolCalls = 0;
   rollbacks = 0;
+  /** Trainable (sampled) tokens dropped by rollbacks. */
+  rolledBackTokens = 0;
   /** The first budget that ended the session, if any. */
   terminationReason: string | undefined;
 
@@ -26,6 +28,8 @@ export class GatewaySession {
   static restore(record: SessionRecord, turns: StoredTurn[]): GatewaySession {
     const session = new GatewaySession(record);
     for (const turn of turns) {
+      // Chains reserved by requests that never committed left no turns: keep indexes dense.
+      while (session.chains.length < turn.chainIndex) session.newChain(undefined);
       let chain = session.chains[turn.chainIndex];
       if (!chain) {
         const tools = turn.toolsJson ? (JSON.parse(turn.toolsJson) as ToolSpec[]) : undefined;
@@ -34,6 +38,7 @@ export class GatewaySession {
       }
       if (turn.rolledBack) {
         session.rollbacks += 1;
+        session.rolledBackTokens += turn.sampled.length;
         chain.nextSeq = turn.seq + 1;
         continue;
       }

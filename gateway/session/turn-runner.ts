@@ -1,8 +1,8 @@
 import { canonicalKey, type ChatMessage, type Codec, type ParsedTurn, type ToolSpec } from '../codec/index.js';
 import type { TrajectoryStore } from '../../trajectory/index.js';
 import type { Backend } from '../backends/backend.js';
-import { toolsKeyOf } from './chain.js';
-import { planRequest } from './planner.js';
+import { toolsKeyOf, type Chain } from './chain.js';
+import { planRequest, type ChainPlan } from './planner.js';
 import type { GatewaySession } from './session.js';
 
 /** One model call as every protocol lowers it. */
@@ -29,7 +29,10 @@ export type TurnResult =
   | { kind: 'generated'; parsed: ParsedTurn; reply: AssistantMessage; finishReason: 'stop' | 'tool_calls' | 'length'; usage: TurnUsage }
   | { kind: 'aborted' }
   /** A session budget ran out: the protocol answers with a final message, no generation. */
-  | { kind: 'budget'; reason: 'max_turns' | 'context_length' | 'timeout'; usage: TurnUsage };
+  | BudgetResult;
+
+type BudgetReason = 'max_turns' | 'context_length' | 'timeout';
+type BudgetResult = { kind: 'budget'; reason: BudgetReason; usage: TurnUsage };
 
 export interface TurnRunnerDeps {
   codec: Codec;
@@ -40,30 +43,66 @@ export interface TurnRunnerDeps {
   policyVersion(): number;
 }
 
+/** A chain held by one in-flight request: other requests that pick it wait for it. */
+interface Reservation {
+  plan: ChainPlan;
+  chain: Chain;
+  release: () => void;
+}
+
+/**
+ * Plans a request under the session lock and reserves the chosen chain. Requests on different
+ * chains of one session (a title request beside the main loop, parallel sub-agents) generate
+ * concurrently; a request for a chain that is generating waits and plans again.
+ */
+async function reserve(session: GatewaySession, input: TurnInput): Promise<Reservation | BudgetResult> {
+  for (;;) {
+    const step = await session.lock.run(async (): Promise<Reservation | BudgetResult | { wait: Promise<void> }> => {
+      const { budgets } = session.record.info;
+      const exceeded: BudgetReason | undefined =
+        session.liveTurns >= budgets.maxTurns
+          ? 'max_turns'
+          : Date.now() - session.record.createdAt > budgets.maxWallTimeMs
+            ? 'timeout'
+            : undefined;
+      if (exceeded) {
+        session.terminationReason ??= exceeded;
+        return { kind: 'budget', reason: exceeded, usage: NO_USAGE };
+      }
+      const plan = planRequest(session.chains, input.messages, input.messages.map(canonicalKey), toolsKeyOf(input.tools));
+      const chain = plan.kind === 'new' ? session.newChain(input.tools) : plan.chain;
+      if (chain.busy) return { wait: chain.busy };
+      let release!: () => void;
+      chain.busy = new Promise<void>((resolve) => (release = resolve));
+      return {
+        plan,
+        chain,
+        release: () => {
+          chain.busy = undefined;
+          release();
+        },
+      };
+    });
+    if (!('wait' in step)) return step;
+    await step.wait;
+  }
+}
+
+const NO_USAGE: TurnUsage = { promptTokens: 0, completionTokens: 0, cachedTokens: 0 };
+
 /**
  * Runs one model call against a session: plan the chain, encode only what is new, generate with
  * token ids, and commit the turn (store first, then memory) — or leave everything as it was when
  * the generation is aborted or fails.
  */
 export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, input: TurnInput): Promise<TurnResult> {
-  return session.lock.run(async () => {
+  const reserved = await reserve(session, input);
+  if (!('chain' in reserved)) return reserved;
+  const { plan, chain, release } = reserved;
+  try {
     const { budgets, sampling, homeInstance } = session.record.info;
-    const noUsage = { promptTokens: 0, completionTokens: 0, cachedTokens: 0 };
-    const exceeded = session.liveTurns >= budgets.maxTurns
-      ? 'max_turns'
-      : Date.now() - session.record.createdAt > budgets.maxWallTimeMs
-        ? 'timeout'
-        : undefined;
-    if (exceeded) {
-      session.terminationReason ??= exceeded;
-      return { kind: 'budget', reason: exceeded, usage: noUsage };
-    }
-
     const { encoder, tokenizer } = deps.codec;
-    const keys = input.messages.map(canonicalKey);
-    const toolsKey = toolsKeyOf(input.tools);
-    const plan = planRequest(session.chains, input.messages, keys, toolsKey);
-    const base = plan.kind === 'new' ? [] : plan.chain.tokens.slice(0, plan.baseTokens);
+    const base = plan.kind === 'new' ? [] : chain.tokens.slice(0, plan.baseTokens);
     let delta: number[];
     if (base.length === 0) delta = encoder.encodeFirst(plan.appended, input.tools);
     else {
@@ -75,7 +114,7 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
     const room = budgets.maxContextTokens - prompt.length;
     if (room <= 0) {
       session.terminationReason ??= 'context_length';
-      return { kind: 'budget', reason: 'context_length', usage: { ...noUsage, promptTokens: prompt.length } };
+      return { kind: 'budget', reason: 'context_length', usage: { ...NO_USAGE, promptTokens: prompt.length } };
     }
 
     const started = performance.now();
@@ -90,55 +129,59 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
     if (result.finishReason === 'abort') return { kind: 'aborted' };
 
     const sampledText = result.ids[result.ids.length - 1] === encoder.endOfTurnId ? result.ids.slice(0, -1) : result.ids;
-    const parsed = deps.codec.parseTurn(tokenizer.decode(sampledText));
+    const parsed = deps.codec.parseTurn(tokenizer.decode(sampledText), input.tools);
     const reply: AssistantMessage = { role: 'assistant', content: parsed.content };
     if (parsed.reasoning !== undefined) reply.reasoning_content = parsed.reasoning;
     if (parsed.toolCalls.length > 0) reply.tool_calls = parsed.toolCalls;
+    const finishReason = result.finishReason === 'length' ? 'length' : parsed.toolCalls.length > 0 ? 'tool_calls' : 'stop';
 
-    const chain = plan.kind === 'new' ? undefined : plan.chain;
-    const replaced = plan.kind === 'rollback' ? plan.chain.history[plan.chain.history.length - 1] : undefined;
-    const replacedToolCalls = replaced?.role === 'assistant' ? (replaced.tool_calls?.length ?? 0) : 0;
-    const chainIndex = chain?.index ?? session.chains.length;
-    const liveAfter = (chain?.turns.length ?? 0) - (plan.kind === 'rollback' ? 1 : 0);
-    deps.store.commitTurn(
-      {
-        sessionId: session.record.sessionId,
-        chainIndex,
-        seq: chain?.nextSeq ?? 0,
-        turnIndex: liveAfter,
-        promptDelta: delta,
+    await session.lock.run(async () => {
+      const replaced = plan.kind === 'rollback' ? chain.history[chain.history.length - 1] : undefined;
+      const rolledBack = plan.kind === 'rollback' ? chain.turns[chain.turns.length - 1] : undefined;
+      deps.store.commitTurn(
+        {
+          sessionId: session.record.sessionId,
+          chainIndex: chain.index,
+          seq: chain.nextSeq,
+          turnIndex: chain.turns.length - (rolledBack ? 1 : 0),
+          promptDelta: delta,
+          sampled: result.ids,
+          logprobs: result.logprobs,
+          finishReason: finishReason === 'tool_calls' ? 'tool_call' : finishReason,
+          cachedTokens: result.cachedTokens,
+          version: deps.policyVersion(),
+          tLlmS: (performance.now() - started) / 1000,
+          messagesJson: JSON.stringify(plan.appended),
+          replyJson: JSON.stringify(reply),
+          toolsJson: input.tools ? JSON.stringify(input.tools) : null,
+          rolledBack: false,
+        },
+        rolledBack?.seq,
+      );
+      if (rolledBack) {
+        session.rollbacks += 1;
+        session.rolledBackTokens += chain.tokens.length - rolledBack.sampledFrom;
+        session.toolCalls -= replaced?.role === 'assistant' ? (replaced.tool_calls?.length ?? 0) : 0;
+      } else session.liveTurns += 1;
+      session.toolCalls += parsed.toolCalls.length;
+      chain.commit({
+        baseTokens: base.length,
+        baseHistory: plan.kind === 'new' ? 0 : plan.baseHistory,
+        appended: plan.appended,
+        delta,
         sampled: result.ids,
-        logprobs: result.logprobs,
-        finishReason: result.finishReason === 'length' ? 'length' : parsed.toolCalls.length > 0 ? 'tool_call' : 'stop',
-        cachedTokens: result.cachedTokens,
-        version: deps.policyVersion(),
-        tLlmS: (performance.now() - started) / 1000,
-        messagesJson: JSON.stringify(plan.appended),
-        replyJson: JSON.stringify(reply),
-        toolsJson: input.tools ? JSON.stringify(input.tools) : null,
-        rolledBack: false,
-      },
-      plan.kind === 'rollback' ? plan.rolledBackSeq : undefined,
-    );
-    (chain ?? session.newChain(input.tools)).commit({
-      baseTokens: base.length,
-      baseHistory: plan.kind === 'new' ? 0 : plan.baseHistory,
-      appended: plan.appended,
-      delta,
-      sampled: result.ids,
-      reply,
-      rolledBack: plan.kind === 'rollback',
+        reply,
+        rolledBack: plan.kind === 'rollback',
+      });
     });
-    if (plan.kind === 'rollback') session.rollbacks += 1;
-    else session.liveTurns += 1;
-    session.toolCalls += parsed.toolCalls.length - replacedToolCalls;
-
     return {
       kind: 'generated',
       parsed,
       reply,
-      finishReason: result.finishReason === 'length' ? 'length' : parsed.toolCalls.length > 0 ? 'tool_calls' : 'stop',
+      finishReason,
       usage: { promptTokens: prompt.length, completionTokens: result.ids.length, cachedTokens: result.cachedTokens },
     };
-  });
+  } finally {
+    release();
+  }
 }

@@ -28,6 +28,8 @@ const script = {
 };
 
 let engine: EngineSim;
+/** Slow enough (20x real time) that a client can leave mid-generation. */
+let slowEngine: EngineSim;
 let store: TrajectoryStore;
 let storeFile: string;
 let gateway: FastifyInstance;
@@ -35,28 +37,31 @@ let url: string;
 
 async function startGateway(): Promise<void> {
   const codec = await testCodec();
-  gateway = await buildGateway({ codec, store, engines: [{ name: 'e0', kind: 'vllm', url: engine.url }], modelName: 'Qwen/Qwen3-8B', adminToken: ADMIN });
+  gateway = await buildGateway({ codec, store, engines: [
+      { name: 'e0', kind: 'vllm', url: engine.url },
+      { name: 'slow', kind: 'vllm', url: slowEngine.url },
+    ], modelName: 'Qwen/Qwen3-8B', adminToken: ADMIN });
   await gateway.listen({ host: '127.0.0.1', port: 0 });
   const address = gateway.server.address();
   url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
 }
 
-const info = (maxTurns = 10): SessionInfo => ({
+const info = (maxTurns = 10, homeInstance = 'e0'): SessionInfo => ({
   batchId: 'b',
   taskId: 'widget',
   groupId: 'b.g0',
   episodeIndex: 0,
   agentName: 'test',
-  homeInstance: 'e0',
+  homeInstance,
   budgets: { maxTurns, maxContextTokens: 32_768, maxWallTimeMs: 600_000 },
   sampling: { temperature: 1, topP: 1, maxTokens: 512 },
 });
 
-async function openSession(sessionId: string, maxTurns?: number): Promise<string> {
+async function openSession(sessionId: string, maxTurns?: number, homeInstance?: string): Promise<string> {
   const r = await fetch(`${url}/admin/v1/sessions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` },
-    body: JSON.stringify({ sessionId, episodeId: sessionId, attempt: 0, info: info(maxTurns) }),
+    body: JSON.stringify({ sessionId, episodeId: sessionId, attempt: 0, info: info(maxTurns, homeInstance) }),
   });
   expect(r.status).toBe(200);
   return ((await r.json()) as { key: string }).key;
@@ -79,6 +84,7 @@ const first = [
 beforeAll(async () => {
   const codec = await testCodec();
   engine = await startEngineSim({ tokenizer: codec.tokenizer, script, timeScale: 0 });
+  slowEngine = await startEngineSim({ tokenizer: codec.tokenizer, script, timeScale: 20 });
   storeFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'gw-')), 'store.sqlite');
   store = TrajectoryStore.open(storeFile);
   await startGateway();
@@ -87,6 +93,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await gateway?.close();
   await engine?.close();
+  await slowEngine?.close();
   store?.close();
 });
 
@@ -128,6 +135,12 @@ describe('gateway: OpenAI Chat Completions with token-in-token-out chains', () =
     const codec = await testCodec();
     expect(codec.tokenizer.decode(c!.promptDelta)).toBe('\n<|im_start|>user\n<tool_response>\nwidget.py\n</tool_response><|im_end|>\n<|im_start|>assistant\n');
     expect(retry.json.usage.prompt_tokens).toBe(a!.promptDelta.length + a!.sampled.length + c!.promptDelta.length);
+    const close = await fetch(`${url}/admin/v1/sessions/s-chain/close`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` },
+      body: JSON.stringify({ reason: 'stop' }),
+    });
+    expect(await close.json()).toMatchObject({ turns: 2, rollbacks: 1, rolledBackTokens: turns[1]!.sampled.length });
   });
 
   it('starts a new chain for a different conversation in the same session', async () => {
@@ -186,6 +199,43 @@ describe('gateway: OpenAI Chat Completions with token-in-token-out chains', () =
     });
     expect(await close.json()).toMatchObject({ turns: 1, terminationReason: 'max_turns' });
     expect((await chat(key, { messages: first })).status).toBe(401);
+  });
+
+  it('serves a title request and the main call of one session at once, on separate chains', async () => {
+    const key = await openSession('s-concurrent');
+    const [main, title] = await Promise.all([
+      chat(key, { messages: first, tools }),
+      chat(key, { messages: [{ role: 'user', content: 'Write a five-word title for: Fix the widget.' }] }),
+    ]);
+    expect(main.status).toBe(200);
+    expect(title.status).toBe(200);
+    const turns = store.loadTurns('s-concurrent');
+    expect(turns.map((t) => t.chainIndex).sort()).toEqual([0, 1]);
+    expect(turns.every((t) => !t.rolledBack)).toBe(true);
+  });
+
+  it('leaves the chain as it was when the client disconnects mid-generation', async () => {
+    const key = await openSession('s-abort', 10, 'slow');
+    const controller = new AbortController();
+    const r = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ messages: first, tools, stream: true }),
+      signal: controller.signal,
+    });
+    const reader = r.body!.getReader();
+    await reader.read();
+    await expect.poll(() => slowEngine.stats().running).toBe(1);
+    controller.abort();
+    await reader.read().catch(() => undefined);
+    await expect.poll(() => slowEngine.stats().running).toBe(0);
+    expect(slowEngine.stats().requestsAborted).toBe(1);
+    // The next call starts the chain afresh: nothing of the aborted generation was committed.
+    const next = await chat(key, { messages: first, tools });
+    expect(next.status).toBe(200);
+    const turns = store.loadTurns('s-abort');
+    expect(turns).toHaveLength(1);
+    expect(next.json.usage.prompt_tokens).toBe(turns[0]!.promptDelta.length);
   });
 
   it('rejects bad requests in the OpenAI error envelope', async () => {
