@@ -41,15 +41,6 @@ interface PathResult {
   seconds: number;
 }
 
-async function runPool(concurrency: number, jobs: (() => Promise<void>)[]): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < jobs.length) await jobs[next++]!();
-    }),
-  );
-}
-
 async function gatewayPath(url: string, sessions: number, level: number): Promise<{ result: PathResult; sessionIds: string[] }> {
   const latenciesMs: number[] = [];
   const sessionIds: string[] = [];
