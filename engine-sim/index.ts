@@ -53,6 +53,7 @@ const EngineSimConfigSchema = z.object({
     .prefault({}),
   timeScale: z.number().min(0).default(1),
   seed: z.number().int().default(0),
+  sglangIncrementalStreaming: z.boolean().default(false),
 });
 
 export interface EngineSimOptions {
@@ -76,31 +77,49 @@ export interface EngineSimOptions {
   timeModel?: Partial<TimeModel>;
   /** Multiplies every modelled duration: 0.05 runs 20× faster than real, 0 as fast as possible. Default 1. */
   timeScale?: number;
-  /** Seeds branch choices and logprobs; a request's own `seed` field overrides it. Default 0. */
+  /**
+   * Seeds branch choices and logprobs; a request's own seed (vLLM `seed`, SGLang
+   * `sampling_params.sampling_seed`) overrides it. Default 0.
+   */
   seed?: number;
+  /**
+   * As SGLang's `--incremental-streaming-output`: `/generate` stream chunks carry only the new ids,
+   * text and logprobs. Default false (SGLang's default): every chunk repeats all output so far.
+   */
+  sglangIncrementalStreaming?: boolean;
+}
+
+export interface EngineSimStats extends EngineStats {
+  /** `POST /abort_request` calls received (SGLang's explicit abort). */
+  abortRequestsReceived: number;
 }
 
 export interface EngineSim {
-  /** Base URL, e.g. `http://127.0.0.1:43121` (routes are under `/v1/...`). */
+  /** Base URL, e.g. `http://127.0.0.1:43121` (vLLM's routes are under `/v1/...`, SGLang's at the root). */
   url: string;
   port: number;
   /** Aborts in-flight requests and stops the server. */
   close(): Promise<void>;
-  stats(): EngineStats;
+  stats(): EngineSimStats;
 }
 
-/** Starts a simulated vLLM engine serving `/v1/completions`, `/v1/models`, `/health` and `/metrics`. */
+/**
+ * Starts a simulated engine speaking both APIs on one engine loop: vLLM's `/v1/completions` and
+ * `/v1/models`, SGLang's `/generate` and `/abort_request`, and `/health` and `/metrics` (both
+ * engines' metric names).
+ */
 export async function startEngineSim(options: EngineSimOptions): Promise<EngineSim> {
   const { tokenizer, script, ...rest } = options;
   const config = EngineSimConfigSchema.parse(rest);
   const policy = new ScriptedPolicy(PolicyScriptSchema.parse(script ?? {}), tokenizer);
   const engine = new Engine(config);
-  const app = createServer({
+  const { app, abortRequestsReceived } = createServer({
     engine,
     policy,
     tokenizer,
     modelName: config.modelName,
     seed: config.seed,
+    sglangIncrementalStreaming: config.sglangIncrementalStreaming,
   });
   await app.listen({ host: config.host, port: config.port });
   const { port } = app.server.address() as AddressInfo;
@@ -112,6 +131,6 @@ export async function startEngineSim(options: EngineSimOptions): Promise<EngineS
       engine.close();
       await app.close();
     },
-    stats: () => engine.stats(),
+    stats: () => ({ ...engine.stats(), abortRequestsReceived: abortRequestsReceived() }),
   };
 }

@@ -1,9 +1,10 @@
 /**
- * Runs a simulated vLLM engine from the command line:
+ * Runs a simulated engine (vLLM's and SGLang's APIs) from the command line:
  *   node --import tsx engine-sim/main.ts --port 8100 --script file.json [--time-scale 0.05]
  * Options (defaults in brackets): --host [127.0.0.1], --port [0 = any free], --script [none: every
  * answer is "Done."], --preset 8b|32b [8b], --model [Qwen/Qwen3-8B], --kv-capacity tokens [preset],
- * --block-size [16], --max-batch-tokens [8192], --time-scale [1], --seed [0].
+ * --block-size [16], --max-batch-tokens [8192], --time-scale [1], --seed [0],
+ * --sglang-incremental-streaming [off: SGLang stream chunks repeat all output so far].
  */
 import { parseArgs } from 'node:util';
 import { defaultModelDir, loadModelFiles } from '../gateway/codec/model-files.js';
@@ -22,6 +23,7 @@ const { values } = parseArgs({
     'max-batch-tokens': { type: 'string' },
     'time-scale': { type: 'string' },
     seed: { type: 'string' },
+    'sglang-incremental-streaming': { type: 'boolean' },
   },
   strict: true,
 });
@@ -51,6 +53,7 @@ const sim = await startEngineSim({
   timeModel: preset.timeModel,
   timeScale: num('time-scale', values['time-scale']),
   seed: num('seed', values.seed),
+  sglangIncrementalStreaming: values['sglang-incremental-streaming'],
 });
 console.log(sim.url);
 

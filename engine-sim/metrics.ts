@@ -10,8 +10,8 @@ export interface MetricsInput {
 }
 
 /**
- * Prometheus text in vLLM's (V1 engine) names and labels. Counters carry `_total` on the wire, as
- * `prometheus_client` writes them.
+ * Prometheus text in vLLM's (V1 engine) names and labels, then SGLang's, since the simulator speaks
+ * both APIs. Counters carry `_total` on the wire, as `prometheus_client` writes them.
  */
 export function renderMetrics({
   modelName,
@@ -28,9 +28,10 @@ export function renderMetrics({
     type: 'gauge' | 'counter',
     help: string,
     samples: [string, number][],
+    sampleLabels = labels,
   ) => {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
-    for (const [extra, value] of samples) lines.push(`${name}{${labels}${extra}} ${value}`);
+    for (const [extra, value] of samples) lines.push(`${name}{${sampleLabels}${extra}} ${value}`);
   };
   metric('vllm:num_requests_running', 'gauge', 'Number of requests in model execution batches.', [
     ['', stats.running],
@@ -73,6 +74,40 @@ export function renderMetrics({
   metric('vllm:cache_config_info', 'gauge', 'Information of the LLMEngine CacheConfig', [
     [`,block_size="${blockSize}",num_gpu_blocks="${numBlocks}",enable_prefix_caching="True"`, 1],
   ]);
+
+  const sglang = `model_name="${escapeLabel(modelName)}"`;
+  metric(
+    'sglang:num_running_reqs',
+    'gauge',
+    'The number of running requests.',
+    [['', stats.running]],
+    sglang,
+  );
+  metric(
+    'sglang:num_queue_reqs',
+    'gauge',
+    'The number of requests in the waiting queue.',
+    [['', stats.waiting]],
+    sglang,
+  );
+  metric('sglang:token_usage', 'gauge', 'The token usage.', [['', usage]], sglang);
+  // SGLang reports a recent window; the simulator's rate is over its lifetime.
+  const hitRate = stats.promptTokens === 0 ? 0 : stats.cachedTokens / stats.promptTokens;
+  metric('sglang:cache_hit_rate', 'gauge', 'The prefix cache hit rate.', [['', hitRate]], sglang);
+  metric(
+    'sglang:prompt_tokens_total',
+    'counter',
+    'Number of prefill tokens processed.',
+    [['', stats.promptTokens]],
+    sglang,
+  );
+  metric(
+    'sglang:generation_tokens_total',
+    'counter',
+    'Number of generation tokens processed.',
+    [['', stats.generatedTokens]],
+    sglang,
+  );
   return `${lines.join('\n')}\n`;
 }
 

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import type { TextTokenizer } from '../gateway/codec/tokenizer.js';
 import type { Rng } from './prng.js';
+import { adaptTurn, parseDeclaredTools } from './tool-mapping.js';
 
 /**
  * The scripted policy: what the simulated model "answers". A task is recognised by a string in
@@ -98,6 +99,8 @@ export interface PolicyTurn {
 
 /** The parts of a ChatML prompt the policy looks at. */
 interface PromptShape {
+  /** The opening system turn (where the template lists the tools), if any. */
+  system: string | null;
   firstUser: string | null;
   firstAssistant: string | null;
   /** Completed assistant turns. */
@@ -140,7 +143,12 @@ export class ScriptedPolicy {
             ? 'wander'
             : 'solve'
           : branchOf(task, shape.firstAssistant);
-      turn = task[branch][k] ?? FALLBACK_TURN;
+      // Into the tools this agent declared, so that it runs what the script means.
+      const system = shape.system ?? '';
+      turn = adaptTurn(task[branch][k] ?? FALLBACK_TURN, {
+        tools: parseDeclaredTools(system),
+        instructions: `${system}\n${shape.firstUser}`,
+      });
     }
     const text = continuation(renderTurn(turn), shape.openTail);
     return {
@@ -158,6 +166,7 @@ export class ScriptedPolicy {
       if (id === this.imStart) starts.push(i);
     });
     const out: PromptShape = {
+      system: null,
       firstUser: null,
       firstAssistant: null,
       assistantTurns: 0,
@@ -174,6 +183,7 @@ export class ScriptedPolicy {
         const text = this.tokenizer.decode(ids.slice(start + 1, closed ? close : end));
         return text.slice(text.indexOf('\n') + 1);
       };
+      if (role === 'system' && n === 0) out.system = body();
       if (role === 'user' && out.firstUser === null) out.firstUser = body();
       if (role !== 'assistant') return;
       if (closed) {

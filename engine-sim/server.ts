@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { TextTokenizer } from '../gateway/codec/tokenizer.js';
 import type { Engine } from './engine.js';
 import { renderMetrics } from './metrics.js';
-import { createRng, mixSeed, type Rng } from './prng.js';
+import { sampleOutput, TextRenderer, type Sample, type SampleOptions } from './output.js';
+import { createRng, mixSeed } from './prng.js';
 import type { ScriptedPolicy } from './script.js';
+import { registerSglangRoutes } from './sglang.js';
 
 /** vLLM's default `--max-logprobs`: more alternatives than this per token is a 400. */
 const MAX_LOGPROBS = 20;
@@ -40,7 +42,6 @@ export const CompletionRequestSchema = z.object({
   request_id: z.string().nullish(),
   n: z.literal(1, { error: 'engine-sim generates one choice per request (n must be 1)' }).nullish(),
 });
-type CompletionRequest = z.output<typeof CompletionRequestSchema>;
 
 export interface ServerDeps {
   engine: Engine;
@@ -48,17 +49,31 @@ export interface ServerDeps {
   tokenizer: TextTokenizer;
   modelName: string;
   seed: number;
+  /** SGLang's `--incremental-streaming-output`: `/generate` chunks carry only what is new. */
+  sglangIncrementalStreaming: boolean;
 }
 
-/** The sampled output of one request, fixed when it arrives and revealed as the engine steps. */
-interface Sample {
-  tokenIds: number[];
-  logprobs: number[];
-  /** Per token: alternatives as [token id, logprob], when `logprobs` > 0 was asked for. */
-  alternatives: [number, number][][] | null;
-  finishReason: 'stop' | 'length';
-  /** The `stop_token_ids` entry that ended the output, as vLLM reports it (null for EOS). */
-  stopReason: number | null;
+/** What the routes of both APIs share: one engine, one policy, one request counter. */
+export interface RouteContext {
+  engine: Engine;
+  /** Plans a request's output. `seed` overrides the engine seed mixed with the request number. */
+  plan(prompt: number[], options: SampleOptions, seed: number | null | undefined): Sample;
+  /** Text of the sample's first tokens as the detokenizer shows it. */
+  renderer(sample: Sample, skipSpecialTokens: boolean): TextRenderer;
+  /** Decoded text of one token. */
+  tokenText(id: number): string;
+  /**
+   * Runs a request on the engine until it finishes or is aborted; a client that goes away before
+   * its response is complete aborts it. Returns the abort function and the outcome.
+   */
+  run(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    prompt: number[],
+    sample: Sample,
+    maxTokens: number,
+    events: { onAdmitted(cachedTokens: number): void; onTokens(total: number): void },
+  ): { abort: () => void; outcome: Promise<'finished' | 'aborted'> };
 }
 
 type CompletionLogProbs = {
@@ -98,9 +113,15 @@ function pyLen(s: string): number {
   return [...s].length;
 }
 
-export function createServer(deps: ServerDeps): FastifyInstance {
+export interface SimServer {
+  app: FastifyInstance;
+  /** `POST /abort_request` calls received. */
+  abortRequestsReceived(): number;
+}
+
+/** The simulator's HTTP server: vLLM's OpenAI-compatible routes and SGLang's native ones. */
+export function createServer(deps: ServerDeps): SimServer {
   const { engine, policy, tokenizer, modelName } = deps;
-  const eos = policy.endOfTurnId;
   // The chat-control tokens: the `<|…|>` tokens Qwen flags special and a completion can contain.
   // (`<think>`, `<tool_call>` and the like are not special and stay in the text, as in vLLM.)
   const specialIds = new Set(
@@ -114,6 +135,39 @@ export function createServer(deps: ServerDeps): FastifyInstance {
   };
   const finishedByReason = { stop: 0, length: 0, abort: 0 };
   let requestCount = 0;
+
+  const context: RouteContext = {
+    engine,
+    plan: (prompt, options, seed) =>
+      sampleOutput(policy, prompt, options, createRng(seed ?? mixSeed(deps.seed, requestCount++))),
+    renderer: (sample, skipSpecialTokens) =>
+      new TextRenderer(sample, skipSpecialTokens, (ids) => tokenizer.decode(ids), specialIds),
+    tokenText,
+    run(req, reply, prompt, sample, maxTokens, events) {
+      let abort = () => {};
+      const outcome = new Promise<'finished' | 'aborted'>((resolve) => {
+        abort = engine.submit(
+          prompt,
+          { tokenIds: sample.tokenIds, maxTokens },
+          {
+            onAdmitted: events.onAdmitted,
+            onTokens: events.onTokens,
+            onEnd: (end) => {
+              finishedByReason[end === 'aborted' ? 'abort' : sample.finishReason]++;
+              resolve(end);
+            },
+          },
+        );
+      });
+      // Closed before the response was complete: the client is gone, so stop generating.
+      const onClose = () => {
+        if (!reply.raw.writableFinished) abort();
+      };
+      reply.raw.on('close', onClose);
+      if (req.raw.socket.destroyed) onClose();
+      return { abort, outcome };
+    },
+  };
 
   const app = Fastify({ bodyLimit: BODY_LIMIT_BYTES, forceCloseConnections: true });
 
@@ -184,14 +238,15 @@ export function createServer(deps: ServerDeps): FastifyInstance {
     const baseId =
       (typeof header === 'string' && header) || body.request_id || randomUUID().replace(/-/g, '');
     const id = `cmpl-${baseId}`;
-    const rng = createRng(body.seed ?? mixSeed(deps.seed, requestCount++));
-    const sample = sampleOutput(body, prompt, maxTokens, rng);
+    const sample = context.plan(
+      prompt,
+      { maxTokens, stopTokenIds: body.stop_token_ids ?? [], topLogprobs: body.logprobs ?? 0 },
+      body.seed,
+    );
     const out = new OutputRenderer(
       sample,
-      body,
-      tokenText,
-      (ids) => tokenizer.decode(ids),
-      specialIds,
+      context.renderer(sample, body.skip_special_tokens !== false),
+      (id) => (body.return_tokens_as_token_ids ? `token_id:${id}` : tokenText(id)),
     );
     const meta = {
       id,
@@ -209,26 +264,10 @@ export function createServer(deps: ServerDeps): FastifyInstance {
 
     /** Runs the request on the engine; resolves when it finished or was aborted. */
     const generate = (onTokens: (total: number) => void) =>
-      new Promise<'finished' | 'aborted'>((resolve) => {
-        const abort = engine.submit(
-          prompt,
-          { tokenIds: sample.tokenIds, maxTokens },
-          {
-            onAdmitted: (cached) => (cachedTokens = cached),
-            onTokens,
-            onEnd: (outcome) => {
-              finishedByReason[outcome === 'aborted' ? 'abort' : sample.finishReason]++;
-              resolve(outcome);
-            },
-          },
-        );
-        // Closed before the response was complete: the client is gone, so stop generating.
-        const onClose = () => {
-          if (!reply.raw.writableFinished) abort();
-        };
-        reply.raw.on('close', onClose);
-        if (req.raw.socket.destroyed) onClose();
-      });
+      context.run(req, reply, prompt, sample, maxTokens, {
+        onAdmitted: (cached) => (cachedTokens = cached),
+        onTokens,
+      }).outcome;
 
     reply.header('x-request-id', baseId);
 
@@ -293,89 +332,24 @@ export function createServer(deps: ServerDeps): FastifyInstance {
     res.end();
   });
 
-  /** Plans the output: the policy's turn, cut at a stop token id or at max_tokens, with logprobs. */
-  function sampleOutput(
-    body: CompletionRequest,
-    prompt: number[],
-    maxTokens: number,
-    rng: Rng,
-  ): Sample {
-    let tokenIds = policy.respond(prompt, rng).tokenIds;
-    let finishReason: Sample['finishReason'] = 'stop';
-    let stopReason: number | null = null;
-    const stops = new Set(body.stop_token_ids ?? []);
-    const stopAt = tokenIds.findIndex((id) => id !== eos && stops.has(id));
-    if (stopAt !== -1) {
-      tokenIds = tokenIds.slice(0, stopAt + 1);
-      stopReason = tokenIds[stopAt]!;
-    }
-    if (tokenIds.length > maxTokens) {
-      tokenIds = tokenIds.slice(0, maxTokens);
-      finishReason = 'length';
-      stopReason = null;
-    }
-    // −U(0,2)²: mostly confident tokens with a tail of uncertain ones.
-    const logprobs = tokenIds.map(() => -((2 * rng()) ** 2));
-    const k = body.logprobs ?? 0;
-    const alternatives =
-      k === 0
-        ? null
-        : logprobs.map((lp) => {
-            // Alternatives share the probability the sampled token left, so the top set sums to ≤ 1.
-            const rest = 1 - Math.exp(lp);
-            return Array.from({ length: k }, (_, j): [number, number] => [
-              prompt[Math.floor(rng() * prompt.length)]!,
-              Math.max(Math.log(rest * (0.5 + 0.5 * rng()) * 0.5 ** (j + 1)), -9999),
-            ]);
-          });
-    return { tokenIds, logprobs, alternatives, finishReason, stopReason };
-  }
-
-  return app;
+  const sglang = registerSglangRoutes(app, context, {
+    incrementalStreaming: deps.sglangIncrementalStreaming,
+  });
+  return { app, abortRequestsReceived: sglang.abortRequestsReceived };
 }
 
-/**
- * Text and logprobs of a sample's first tokens, as vLLM's detokenizer would show them: special
- * tokens dropped when `skip_special_tokens` (the default), the token that stopped generation
- * left out of the text (but not of token_ids or logprobs), and an incomplete UTF-8 character
- * held back until the token that completes it.
- */
+/** Text and logprobs of a sample's first tokens in vLLM's completion shape. */
 class OutputRenderer {
-  /** Text of the first `textUpTo` tokens, decoded in pieces that end on character boundaries. */
-  private textSoFar = '';
-  private textUpTo = 0;
-  private pending: number[] = [];
-
   constructor(
     private readonly sample: Sample,
-    private readonly body: CompletionRequest,
-    private readonly tokenText: (id: number) => string,
-    private readonly decode: (ids: number[]) => string,
-    private readonly specialIds: ReadonlySet<number>,
+    private readonly renderer: TextRenderer,
+    /** A token as `tokens` and `top_logprobs` name it. */
+    private readonly label: (id: number) => string,
   ) {}
 
   /** Visible text of the first `n` tokens; `n` never decreases between calls. */
   text(n: number): string {
-    const ids = this.sample.tokenIds;
-    const final = n === ids.length;
-    // A `stop` finish always ends with the token that caused it (EOS or a stop_token_ids entry).
-    const visibleEnd = final && this.sample.finishReason === 'stop' ? n - 1 : n;
-    const skip = this.body.skip_special_tokens !== false;
-    for (; this.textUpTo < visibleEnd; this.textUpTo++) {
-      const id = ids[this.textUpTo]!;
-      if (skip && this.specialIds.has(id)) continue;
-      this.pending.push(id);
-      const piece = this.decode(this.pending);
-      if (!piece.endsWith('\uFFFD')) {
-        this.textSoFar += piece;
-        this.pending = [];
-      }
-    }
-    if (final && this.pending.length > 0) {
-      this.textSoFar += this.decode(this.pending);
-      this.pending = [];
-    }
-    return this.textSoFar;
+    return this.renderer.text(n);
   }
 
   /** The logprobs object for tokens [from, to), offsets starting at `initialOffset`. */
@@ -388,8 +362,7 @@ class OutputRenderer {
     };
     let offset = initialOffset;
     for (let i = from; i < to; i++) {
-      const id = this.sample.tokenIds[i]!;
-      const token = this.label(id);
+      const token = this.label(this.sample.tokenIds[i]!);
       const lp = this.sample.logprobs[i]!;
       const top: Record<string, number> = { [token]: lp };
       for (const [alt, altLp] of this.sample.alternatives?.[i] ?? []) {
@@ -403,9 +376,5 @@ class OutputRenderer {
       offset += pyLen(token);
     }
     return result;
-  }
-
-  private label(id: number): string {
-    return this.body.return_tokens_as_token_ids ? `token_id:${id}` : this.tokenText(id);
   }
 }

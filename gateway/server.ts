@@ -2,17 +2,19 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import type { TrajectoryStore } from '../trajectory/index.js';
 import { registerAdminRoutes } from './admin.js';
 import { BackendError, type Backend } from './backends/backend.js';
-import { VllmBackend } from './backends/vllm.js';
+import { createBackend } from './backends/index.js';
 import type { Codec } from './codec/index.js';
 import type { GatewayDeps } from './deps.js';
+import { registerAnthropicMessages } from './protocols/anthropic-messages.js';
 import { registerChatCompletions } from './protocols/openai-chat.js';
+import { registerResponses } from './protocols/openai-responses.js';
 import { GatewayError } from './session/errors.js';
 import { SessionManager } from './session/session-manager.js';
 
 /** An inference engine the gateway can send a session to. */
 export interface EngineInstance {
   name: string;
-  kind: 'vllm';
+  kind: 'vllm' | 'sglang';
   url: string;
 }
 
@@ -37,10 +39,14 @@ function protocolRoutes(deps: GatewayDeps) {
     await app.register(async (openai) => {
       openai.setErrorHandler(openAiErrorHandler);
       registerChatCompletions(openai, deps);
+      registerResponses(openai, deps);
       openai.get('/v1/models', async () => ({
         object: 'list',
         data: [{ id: deps.modelName, object: 'model', created: 0, owned_by: 'agent-rollout' }],
       }));
+    });
+    await app.register(async (anthropic) => {
+      registerAnthropicMessages(anthropic, deps);
     });
   };
 }
@@ -58,7 +64,7 @@ function openAiErrorHandler(error: unknown, _request: FastifyRequest, reply: Fas
 
 export async function buildGateway(options: GatewayOptions): Promise<FastifyInstance> {
   const backends = new Map<string, Backend>(
-    options.engines.map((e) => [e.name, new VllmBackend({ url: e.url, model: options.modelName })]),
+    options.engines.map((e) => [e.name, createBackend(e, options.modelName)]),
   );
   const sessions = new SessionManager(options.store);
   const deps: GatewayDeps = {

@@ -7,8 +7,8 @@ import { z } from 'zod';
 const Engine = z.object({
   /** Unique instance name. */
   name: z.string().min(1),
-  /** Engine API; only vLLM for now. */
-  kind: z.literal('vllm').default('vllm'),
+  /** Engine API: `vllm` (OpenAI-compatible `/v1/completions`) or `sglang` (native `/generate`). Default `vllm`. */
+  kind: z.enum(['vllm', 'sglang']).default('vllm'),
   /** Base URL, e.g. http://10.0.0.5:8000. */
   url: z.string().url(),
   /** KV cache capacity in tokens (admission counts episodes against it). */

@@ -48,5 +48,13 @@ CREATE TABLE IF NOT EXISTS episodes (
   t_env_s REAL NOT NULL,
   finished_at INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS responses (
+  session_id TEXT NOT NULL,
+  response_id TEXT NOT NULL,
+  input_json TEXT NOT NULL,
+  output_json TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (session_id, response_id)
+);
 CREATE INDEX IF NOT EXISTS episodes_by_batch ON episodes(batch_id, group_id, episode_index);
 `;

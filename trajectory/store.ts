@@ -52,6 +52,17 @@ export interface StoredTurn {
   rolledBack: boolean;
 }
 
+/**
+ * An OpenAI Responses answer kept for `previous_response_id`: the full input it continued (earlier
+ * responses already prepended) and its output items, both as JSON arrays of items.
+ */
+export interface StoredResponse {
+  sessionId: string;
+  responseId: string;
+  inputJson: string;
+  outputJson: string;
+}
+
 /** How an episode ended, written once by the episode's close step. */
 export interface EpisodeRecord {
   episodeId: string;
@@ -167,6 +178,23 @@ export class TrajectoryStore {
       .prepare('SELECT * FROM turns WHERE session_id = ? ORDER BY chain_index, seq')
       .all(sessionId) as TurnRow[];
     return rows.map(toTurn);
+  }
+
+  saveResponse(r: StoredResponse): void {
+    this.db
+      .prepare(
+        `INSERT OR REPLACE INTO responses (session_id, response_id, input_json, output_json, created_at)
+         VALUES (?, ?, ?, ?, ?)`,
+      )
+      .run(r.sessionId, r.responseId, r.inputJson, r.outputJson, Date.now());
+  }
+
+  /** A stored response of this session only: a key never sees another session's responses. */
+  getResponse(sessionId: string, responseId: string): StoredResponse | undefined {
+    const row = this.db
+      .prepare('SELECT input_json, output_json FROM responses WHERE session_id = ? AND response_id = ?')
+      .get(sessionId, responseId) as { input_json: string; output_json: string } | undefined;
+    return row ? { sessionId, responseId, inputJson: row.input_json, outputJson: row.output_json } : undefined;
   }
 
   /** Upsert: a retried close step rewrites the same row, so each episode is delivered once. */

@@ -20,9 +20,12 @@ export interface GenerateResult {
   cachedTokens: number;
 }
 
-/** One inference engine API (vLLM now; SGLang later). */
+/** The inference engine APIs the gateway speaks. */
+export type BackendKind = 'vllm' | 'sglang';
+
+/** One inference engine API. */
 export interface Backend {
-  readonly kind: 'vllm';
+  readonly kind: BackendKind;
   generate(request: GenerateRequest): Promise<GenerateResult>;
 }
 

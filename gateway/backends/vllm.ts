@@ -71,14 +71,16 @@ export class VllmBackend implements Backend {
         const choice = chunk.choices[0];
         if (choice) {
           const newIds = choice.token_ids ?? [];
-          const newLogprobs = (choice.logprobs?.token_logprobs ?? []).map((v) => v ?? 0);
-          if (newLogprobs.length !== newIds.length) {
+          const raw = choice.logprobs?.token_logprobs ?? [];
+          // The gateway never invents log-probs: a missing one is the engine's error.
+          if (raw.length !== newIds.length || raw.some((v) => v === null)) {
             throw new BackendError('engine returned token ids without matching log-probs', 502);
           }
+          const newLogprobs = raw as number[];
           ids.push(...newIds);
           logprobs.push(...newLogprobs);
           if (newIds.length > 0) request.onTokens?.(newIds, newLogprobs);
-          if (choice.finish_reason) finishReason = choice.finish_reason === 'length' ? 'length' : 'stop';
+          if (choice.finish_reason) finishReason = finishReasonOf(choice.finish_reason);
         }
         if (chunk.usage) {
           promptTokens = chunk.usage.prompt_tokens;
@@ -96,4 +98,11 @@ export class VllmBackend implements Backend {
 
 function aborted(request: GenerateRequest): GenerateResult {
   return { ids: [], logprobs: [], finishReason: 'abort', promptTokens: request.promptIds.length, cachedTokens: 0 };
+}
+
+/** vLLM's finish reasons; an abort the gateway did not ask for is the engine giving up. */
+function finishReasonOf(reason: string): GenerateResult['finishReason'] {
+  if (reason === 'length') return 'length';
+  if (reason === 'abort') throw new BackendError('the engine aborted the request', 503);
+  return 'stop';
 }

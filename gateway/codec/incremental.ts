@@ -20,6 +20,8 @@ export interface IncrementalEncoder {
   readonly generationPrompt: number[];
   /** Id of the end-of-turn token, e.g. `<|im_end|>`. */
   readonly endOfTurnId: number;
+  /** The generation prompt ends inside an opened `<think>`: the model's turn starts as reasoning. */
+  readonly opensReasoning: boolean;
 }
 
 const EMPTY_USER: ChatMessage = { role: 'user', content: '' };
@@ -38,6 +40,7 @@ export function createIncrementalEncoder(template: ChatTemplate, tokenizer: Text
 
   return {
     generationPrompt: tokenizer.encode(generationPromptText),
+    opensReasoning: generationPromptText.trimEnd().endsWith('<think>'),
     endOfTurnId: tokenizer.tokenId(template.endOfTurn),
     encodeFirst(messages, tools) {
       return tokenizer.encode(template.render(messages, { tools, addGenerationPrompt: true }));

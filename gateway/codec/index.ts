@@ -4,6 +4,7 @@ import { defaultModelDir, loadModelFiles } from './model-files.js';
 import { createTokenizer, type TextTokenizer } from './tokenizer.js';
 import { parseQwen3Turn, type ParsedTurn } from './tool-parser.js';
 import { parseQwen3CoderTurn } from './tool-parser-xml.js';
+import { StreamSplitter } from './stream-splitter.js';
 import type { ToolSpec } from './messages.js';
 
 export type { ChatMessage, ToolCall, ToolSpec } from './messages.js';
@@ -51,4 +52,9 @@ export async function loadCodec(options: CodecOptions = {}): Promise<Codec> {
     encoder: createIncrementalEncoder(template, tokenizer),
     parseTurn: TOOL_PARSERS[options.toolParser ?? 'qwen3'],
   };
+}
+
+/** A stream splitter for one turn of this model. */
+export function streamSplitter(codec: Codec): StreamSplitter {
+  return new StreamSplitter(codec.tokenizer, codec.encoder.endOfTurnId, codec.encoder.opensReasoning);
 }

@@ -29,14 +29,19 @@ export class StreamSplitter {
   private sentReasoning = 0;
   private sentContent = 0;
 
+  /**
+   * @param startsInReasoning the generation prompt already opened `<think>` (thinking templates),
+   *   so the turn begins as reasoning without sampling the tag. Default false.
+   */
   constructor(
     private readonly tokenizer: TextTokenizer,
     private readonly endOfTurnId: number,
+    private readonly startsInReasoning = false,
   ) {}
 
   push(ids: number[]): StreamDelta {
     this.ids.push(...ids.filter((id) => id !== this.endOfTurnId));
-    let text = this.tokenizer.decode(this.ids);
+    let text = (this.startsInReasoning ? THINK_OPEN : '') + this.tokenizer.decode(this.ids);
     // An incomplete multi-byte character decodes to U+FFFD until its last token arrives.
     while (text.endsWith('\uFFFD')) text = text.slice(0, -1);
     let reasoning = '';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { ChatMessage, ToolSpec } from '../codec/index.js';
-import { StreamSplitter } from '../codec/stream-splitter.js';
+import { streamSplitter } from '../codec/index.js';
 import { disconnectSignal, sessionKeyOf } from '../auth.js';
 import { GatewayError, InvalidRequestError, UnknownSessionError } from '../session/errors.js';
 import type { AssistantMessage, TurnResult } from '../session/turn-runner.js';
@@ -83,7 +83,11 @@ export function lowerChatRequest(body: ChatCompletionRequest): { messages: ChatM
         return { role: m.role, content: textOf(m.content) };
     }
   });
-  const tools = body.tools?.map((t): ToolSpec => ({ type: 'function', function: t.function }));
+  // Only what the model should see: client extras such as `strict` stay out of the prompt.
+  const tools = body.tools?.map((t): ToolSpec => {
+    const { name, description, parameters } = t.function;
+    return { type: 'function', function: { name, ...(description !== undefined ? { description } : {}), ...(parameters ? { parameters } : {}) } };
+  });
   return { messages, tools };
 }
 
@@ -177,7 +181,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: GatewayDeps)
     const send = (delta: object, finishReason: string | null = null) =>
       res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`);
     send({ role: 'assistant', content: '' });
-    const splitter = new StreamSplitter(deps.turns.codec.tokenizer, deps.turns.codec.encoder.endOfTurnId);
+    const splitter = streamSplitter(deps.turns.codec);
     try {
       const result = await runTurn(deps.turns, session, {
         ...turn,

@@ -15,6 +15,8 @@ export interface TurnInput {
   signal: AbortSignal;
   /** Sampled ids as the engine produces them, for streaming. */
   onTokens?: (ids: number[]) => void;
+  /** The prompt is encoded and about to go to the engine (its size, for usage sent up front). */
+  onPrompt?: (promptTokens: number) => void;
 }
 
 export interface TurnUsage {
@@ -117,6 +119,7 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
       return { kind: 'budget', reason: 'context_length', usage: { ...NO_USAGE, promptTokens: prompt.length } };
     }
 
+    input.onPrompt?.(prompt.length);
     const started = performance.now();
     const result = await deps.backendFor(homeInstance).generate({
       promptIds: prompt,

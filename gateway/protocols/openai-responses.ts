@@ -1,0 +1,200 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { z } from 'zod';
+import type { ChatMessage, TextTokenizer } from '../codec/index.js';
+import { streamSplitter } from '../codec/index.js';
+import { disconnectSignal, sessionKeyOf } from '../auth.js';
+import type { GatewayDeps } from '../deps.js';
+import { GatewayError, InvalidRequestError, UnknownSessionError } from '../session/errors.js';
+import type { GatewaySession } from '../session/session.js';
+import { runTurn, type TurnInput, type TurnResult } from '../session/turn-runner.js';
+import { lowerInput, lowerTools, type LoweredTools } from './openai-responses-lower.js';
+import {
+  messageItem,
+  newId,
+  OutputItemStreamer,
+  replyItems,
+  ResponseEventStream,
+  responseObject,
+  usageOut,
+  type ResponseEnd,
+  type ResponseHeader,
+  type StreamedIds,
+} from './openai-responses-output.js';
+import { ResponsesRequest, StoredItems, type InputItem } from './openai-responses-schema.js';
+
+/** `previous_response_id` names no response this session stored (or one sent with `store: false`). */
+export class PreviousResponseNotFoundError extends InvalidRequestError {
+  override name = 'PreviousResponseNotFoundError';
+  readonly code = 'previous_response_not_found';
+  readonly param = 'previous_response_id';
+  constructor(id: string) {
+    super(`Previous response with id '${id}' not found.`);
+  }
+}
+
+function openAiError(reply: FastifyReply, error: GatewayError): FastifyReply {
+  const detail = error instanceof PreviousResponseNotFoundError ? { param: error.param, code: error.code } : { param: null, code: null };
+  return reply.code(error.status).send({ error: { message: error.message, type: error.type, ...detail } });
+}
+
+/** A request lowered against its session: the full item history (for storing) and the model call. */
+interface PreparedRequest {
+  items: InputItem[];
+  tools: LoweredTools;
+  messages: ChatMessage[];
+}
+
+function prepare(deps: GatewayDeps, session: GatewaySession, body: ResponsesRequest): PreparedRequest {
+  let items = body.input;
+  if (body.previous_response_id) {
+    const stored = deps.turns.store.getResponse(session.record.sessionId, body.previous_response_id);
+    if (!stored) throw new PreviousResponseNotFoundError(body.previous_response_id);
+    const earlier = StoredItems.parse([...(JSON.parse(stored.inputJson) as unknown[]), ...(JSON.parse(stored.outputJson) as unknown[])]);
+    items = [...earlier, ...body.input];
+  }
+  const tools = lowerTools(body.tools);
+  const messages = lowerInput(body.instructions, items, tools);
+  if (messages.length === 0) throw new InvalidRequestError('input has no messages');
+  return { items, tools, messages };
+}
+
+function budgetMessage(result: Extract<TurnResult, { kind: 'budget' }>): string {
+  return `[agent-rollout: the session's ${result.reason} budget is exhausted]`;
+}
+
+/**
+ * Sampled tokens up to and including `</think>`, or all of them when the turn was cut while still
+ * thinking; none when the model has no such tokens.
+ */
+function reasoningTokenCounter(tokenizer: TextTokenizer): (sampled: number[]) => number {
+  let open: number;
+  let close: number;
+  try {
+    open = tokenizer.tokenId('<think>');
+    close = tokenizer.tokenId('</think>');
+  } catch {
+    return () => 0;
+  }
+  return (sampled) => {
+    const end = sampled.indexOf(close);
+    if (end >= 0) return end + 1;
+    return sampled[0] === open ? sampled.length : 0;
+  };
+}
+
+/**
+ * `POST /v1/responses`, streaming and not. Budget results answer with a final message and
+ * `status: "incomplete"`; a turn cut by `max_output_tokens` is incomplete too.
+ */
+export function registerResponses(app: FastifyInstance, deps: GatewayDeps): void {
+  const reasoningTokens = reasoningTokenCounter(deps.turns.codec.tokenizer);
+
+  app.post('/v1/responses', async (request, reply) => {
+    const parsedBody = ResponsesRequest.safeParse(request.body);
+    if (!parsedBody.success) return openAiError(reply, new InvalidRequestError(z.prettifyError(parsedBody.error)));
+    const body = parsedBody.data;
+    const key = sessionKeyOf(request);
+    if (!key) return openAiError(reply, new UnknownSessionError());
+    let session: GatewaySession;
+    let prepared: PreparedRequest;
+    try {
+      session = deps.sessions.get(key);
+      prepared = prepare(deps, session, body);
+    } catch (error) {
+      if (error instanceof GatewayError) return openAiError(reply, error);
+      throw error;
+    }
+
+    const header: ResponseHeader = {
+      id: newId('resp_'),
+      createdAt: Math.floor(Date.now() / 1000),
+      model: body.model ?? deps.modelName,
+      instructions: body.instructions ?? null,
+      maxOutputTokens: body.max_output_tokens ?? null,
+      previousResponseId: body.previous_response_id ?? null,
+      store: body.store ?? true,
+      temperature: body.temperature ?? null,
+      topP: body.top_p ?? null,
+      toolChoice: body.tool_choice ?? 'auto',
+      tools: (request.body as { tools?: unknown }).tools ?? [],
+      parallelToolCalls: body.parallel_tool_calls ?? true,
+    };
+    const sampled: number[] = [];
+    const turn: TurnInput = {
+      messages: prepared.messages,
+      tools: prepared.tools.specs,
+      maxTokens: body.max_output_tokens ?? undefined,
+      temperature: body.temperature ?? undefined,
+      topP: body.top_p ?? undefined,
+      signal: disconnectSignal(reply),
+      onTokens: (ids) => sampled.push(...ids),
+    };
+    const endOf = (result: Exclude<TurnResult, { kind: 'aborted' }>, streamed?: StreamedIds): ResponseEnd => {
+      if (result.kind === 'budget') {
+        return {
+          status: 'incomplete',
+          incompleteReason: 'max_output_tokens',
+          output: [messageItem(newId('msg_'), budgetMessage(result))],
+          usage: usageOut(result.usage, 0),
+        };
+      }
+      const cut = result.finishReason === 'length';
+      return {
+        status: cut ? 'incomplete' : 'completed',
+        ...(cut ? { incompleteReason: 'max_output_tokens' as const } : {}),
+        output: replyItems(result.reply, prepared.tools, streamed),
+        usage: usageOut(result.usage, reasoningTokens(sampled)),
+      };
+    };
+    const save = (end: ResponseEnd): void => {
+      // Like the API, `store: false` responses cannot be continued by id (Codex re-sends everything).
+      if (!header.store) return;
+      deps.turns.store.saveResponse({
+        sessionId: session.record.sessionId,
+        responseId: header.id,
+        inputJson: JSON.stringify(prepared.items),
+        outputJson: JSON.stringify(end.output),
+      });
+    };
+
+    if (!body.stream) {
+      const result = await runTurn(deps.turns, session, turn);
+      if (result.kind === 'aborted') return reply;
+      const end = endOf(result);
+      save(end);
+      return reply.send(responseObject(header, end));
+    }
+
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    const events = new ResponseEventStream(res);
+    const started = responseObject(header, { status: 'in_progress', output: [], usage: null });
+    events.send('response.created', { response: started });
+    events.send('response.in_progress', { response: started });
+    const splitter = streamSplitter(deps.turns.codec);
+    const streamer = new OutputItemStreamer(events);
+    try {
+      const result = await runTurn(deps.turns, session, {
+        ...turn,
+        onTokens: (ids) => {
+          sampled.push(...ids);
+          streamer.push(splitter.push(ids));
+        },
+      });
+      if (result.kind === 'aborted') return;
+      const end = endOf(result, streamer.streamedIds());
+      end.output = streamer.finish(end.output);
+      save(end);
+      // Sent as `response.completed` even when incomplete: Codex treats `response.incomplete` as
+      // an error and retries, where a budget answer must end its turn.
+      events.send('response.completed', { response: responseObject(header, end) });
+    } catch (error) {
+      const e = error instanceof GatewayError ? error : new GatewayError(error instanceof Error ? error.message : String(error), 502, 'server_error');
+      const failed = responseObject(header, { status: 'failed', output: [], usage: null, error: { code: e.type, message: e.message } });
+      events.send('response.failed', { response: failed });
+    } finally {
+      res.end();
+    }
+  });
+}
