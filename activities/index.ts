@@ -6,6 +6,8 @@ import { SandboxError, type SandboxProvider } from '../sandbox/provider.js';
 import { evaluateReward, workspaceDiff } from '../tasks/reward/index.js';
 import { exportBatch, type TrajectoryStore } from '../trajectory/index.js';
 import type { SessionSummary } from '../gateway/session/session-manager.js';
+import { agentSidecarMounts, isBlackBoxAgent } from '../agents/presets/index.js';
+import { createBlackBoxAgentActivity, type RunAgentInput, type RunAgentResult } from './black-box-agent.js';
 import { GatewayAdminClient } from './gateway-admin.js';
 import type { TaskCatalog } from './task-catalog.js';
 import type { EpisodeInput, EpisodeOutcome, RewardSummary, SandboxRef } from './types.js';
@@ -26,6 +28,10 @@ export interface ActivityDeps {
   maxOutputBytes: number;
   /** Time for one sandbox TTL: a sandbox outliving its episode by this much is swept. */
   sandboxTtlMs: number;
+  /** Host directory a sandbox sees as `/tmp`, where the gateway bridge's socket goes. */
+  sandboxTmpHostDir(sandboxId: string): string;
+  /** Where black-box agents' stdout and stderr logs are kept. */
+  agentLogDir: string;
 }
 
 /** Sandbox errors that can never succeed are not retried by Temporal. */
@@ -60,6 +66,13 @@ async function withHeartbeat<T>(admission: AdmissionControl, lease: Lease, fn: (
 
 export function createActivities(deps: ActivityDeps) {
   const admin = new GatewayAdminClient(deps.gateway);
+  const blackBox = createBlackBoxAgentActivity({
+    sandbox: deps.sandbox,
+    tasks: deps.tasks,
+    gateway: deps.gateway,
+    sandboxTmpHostDir: deps.sandboxTmpHostDir,
+    logDir: deps.agentLogDir,
+  });
   return {
     /** Waits for rollout capacity and returns the episode's home instance. */
     async admitEpisode(input: { episodeId: string }): Promise<{ instance: string }> {
@@ -76,7 +89,7 @@ export function createActivities(deps: ActivityDeps) {
     },
 
     /** Creates the agent's sandbox on this worker's host and says which queue reaches it. */
-    async createSandbox(input: { episodeId: string; attempt: number; taskSource: string; taskId: string }): Promise<SandboxRef> {
+    async createSandbox(input: { episodeId: string; attempt: number; taskSource: string; taskId: string; agentName: string }): Promise<SandboxRef> {
       const task = await deps.tasks.get(input.taskSource, input.taskId);
       const info = await sandboxCall(() =>
         deps.sandbox.create({
@@ -84,6 +97,8 @@ export function createActivities(deps: ActivityDeps) {
           workspaceDir: task.workspace.path,
           labels: { episode: input.episodeId, role: 'agent' },
           ttlMs: deps.sandboxTtlMs,
+          // Black-box agents run from a read-only sidecar, never installed into the task's files.
+          readOnlyMounts: isBlackBoxAgent(input.agentName) ? agentSidecarMounts() : undefined,
         }),
       );
       return { sandboxId: info.id, hostQueue: deps.hostQueue };
@@ -147,6 +162,12 @@ export function createActivities(deps: ActivityDeps) {
           ),
         ),
       );
+    },
+
+    /** A black-box agent program, run whole in the sandbox (one long, heartbeating activity). */
+    async runAgent(input: RunAgentInput & { instance: string }): Promise<RunAgentResult> {
+      const { instance, ...run } = input;
+      return withHeartbeat(deps.admission, { episodeId: input.episodeId, instance }, () => blackBox.runAgent(run));
     },
 
     /** Runs the hidden tests in a fresh sandbox against the agent's diff. */

@@ -14,6 +14,7 @@ export function createNoopActivities(hostQueue: string): Activities & { noop(): 
     cleanupAttempt: async () => undefined,
     openSession: async (input) => ({ sessionId: `${input.episodeId}:${input.attempt}`, key: 'noop' }),
     agentStep: async () => ({ done: true, reason: 'submitted', turns: 1, toolCalls: 1, envSeconds: 0 }),
+    runAgent: async () => ({ exitCode: 0, timedOut: false, reason: 'completed', logPath: '' }),
     computeReward: async () => ({ reward: 1, resolved: true, reason: 'resolved', passed: 1, failed: 0 }),
     closeSession: async (input) => ({ sessionId: input.sessionId, chains: 1, turns: 1, toolCalls: 1, rollbacks: 0, rolledBackTokens: 0, tokens: 0, sampledTokens: 0, terminationReason: undefined }),
     finishEpisode: async () => undefined,

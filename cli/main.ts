@@ -171,7 +171,7 @@ async function batch(config: Config, args: ParsedArgs): Promise<void> {
           const rows = store
             .listEpisodes(id)
             .filter((e) => groups.has(e.groupId) && e.outcome === 'ok' && e.sessionId)
-            .flatMap((e) => assembleEpisode(e, store.loadTurns(e.sessionId!)));
+            .flatMap((e) => assembleEpisode(e, store.loadTurns(e.sessionId!), store.loadChainReports(e.sessionId!)));
           const file = await writeArrowStream(path.resolve(args.out), rows);
           say(`wrote ${file.rows} trajectories to ${file.uri} (sha256 ${file.sha256})`);
         } finally {

@@ -66,7 +66,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   const backends = new Map<string, Backend>(
     options.engines.map((e) => [e.name, createBackend(e, options.modelName)]),
   );
-  const sessions = new SessionManager(options.store);
+  const sessions = new SessionManager(options.store, options.codec);
   const deps: GatewayDeps = {
     sessions,
     modelName: options.modelName,

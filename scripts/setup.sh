@@ -48,4 +48,6 @@ else
   mkdir -p .tools/bin
   CGO_ENABLED=0 GOBIN="$PWD/.tools/bin" go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_CLI_VERSION"
 fi
+# The black-box agents (OpenCode, Claude Code, mini-swe-agent), mounted read-only into sandboxes.
+bash scripts/install-agents.sh
 say "ready"

@@ -2,6 +2,7 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, type Clien
 import path from 'node:path';
 import type { BatchInput, BatchManifest, BatchProgress } from '../activities/types.js';
 import { BUILTIN_TASKS } from '../activities/task-catalog.js';
+import { blackBoxAgentNames, isBlackBoxAgent } from '../agents/presets/index.js';
 import { builtinPackDir, loadTasks } from '../tasks/loader.js';
 import type { batchWorkflow } from '../workflows/batch.js';
 import { progressQuery } from '../workflows/queries.js';
@@ -34,6 +35,9 @@ export async function buildBatchInput(config: Config, request: BatchRequest): Pr
   const unknown = taskIds.filter((id) => !known.has(id));
   if (unknown.length > 0) throw new BatchRequestError(`unknown task ids in ${request.tasks}: ${unknown.join(', ')}`);
   if (taskIds.length === 0) throw new BatchRequestError(`${request.tasks} has no tasks`);
+  if (request.agent !== 'builtin' && !isBlackBoxAgent(request.agent)) {
+    throw new BatchRequestError(`unknown agent ${request.agent}; use builtin, ${blackBoxAgentNames().join(', ')}`);
+  }
   return {
     batchId: request.batchId ?? `batch-${new Date().toISOString().replace(/[:.]/g, '-')}`,
     taskSource: source,

@@ -70,7 +70,8 @@ export const ConfigSchema = z
       .prefault({}),
     agent: z
       .object({
-        name: z.literal('builtin').default('builtin'),
+        /** `builtin`, or a black-box agent preset: `mini-swe-agent`, `opencode`, `claude-code`. */
+        name: z.string().default('builtin'),
         maxOutputBytes: z.number().int().positive().default(16_384),
       })
       .prefault({}),

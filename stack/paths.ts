@@ -11,6 +11,7 @@ export function dataPaths(dataDir: string) {
     scheduler: path.join(dataDir, 'scheduler.sqlite'),
     sandboxes: path.join(dataDir, 'sandboxes'),
     agentState: path.join(dataDir, 'agent-state'),
+    agentLogs: path.join(dataDir, 'agent-logs'),
     exports: path.join(dataDir, 'batches'),
     adminToken: path.join(dataDir, 'admin-token'),
   };

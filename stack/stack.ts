@@ -11,6 +11,7 @@ import { loadCodec, type Codec } from '../gateway/codec/index.js';
 import { buildGateway } from '../gateway/server.js';
 import { AdmissionControl, type InstanceConfig } from '../scheduler/index.js';
 import { createSandboxProvider } from '../sandbox/index.js';
+import { bubblewrapTmpHostDir } from '../sandbox/bridge.js';
 import { scriptForTask } from '../tasks/solution-script.js';
 import { TrajectoryStore } from '../trajectory/index.js';
 import { hostQueueOf, installWorkerRuntime, RolloutWorker } from '../workers/worker.js';
@@ -90,7 +91,7 @@ async function startSimulatedEngines(config: Config, codec: Codec, tasks: TaskCa
 export async function startStack(config: Config, parts: StackParts = {}): Promise<Stack> {
   const log = parts.log ?? (() => undefined);
   const paths = dataPaths(config.dataDir);
-  for (const dir of [paths.dataDir, paths.sandboxes, paths.agentState, paths.exports]) mkdirSync(dir, { recursive: true });
+  for (const dir of [paths.dataDir, paths.sandboxes, paths.agentState, paths.agentLogs, paths.exports]) mkdirSync(dir, { recursive: true });
   const stops: (() => Promise<void>)[] = [];
   const stop = async () => {
     for (const s of stops.reverse()) await s().catch((e: unknown) => console.error(`stop: ${(e as Error).message}`));
@@ -186,6 +187,8 @@ export async function startWorker(
     exportDir: paths.exports,
     maxOutputBytes: config.agent.maxOutputBytes,
     sandboxTtlMs: config.sandbox.ttlMs,
+    sandboxTmpHostDir: bubblewrapTmpHostDir(paths.sandboxes),
+    agentLogDir: paths.agentLogs,
   });
   installWorkerRuntime();
   const connection = await NativeConnection.connect({ address: ctx.temporalAddress });

@@ -56,6 +56,8 @@ export const TRAJECTORY_COLUMNS: { [K in keyof TrajectoryRow]: DataType } = {
   t_llm_s: new Float32(),
   t_env_s: new Float32(),
   messages: new LargeUtf8(),
+  template_drift_offset: new Int32(),
+  num_drift_turns: new Int32(),
 };
 
 export function rowsToTable(rows: TrajectoryRow[]): Table {

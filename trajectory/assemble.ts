@@ -1,4 +1,4 @@
-import type { EpisodeRecord, StoredTurn } from './store.js';
+import type { ChainReport, EpisodeRecord, StoredTurn } from './store.js';
 import type { TrajectoryRow } from './row.js';
 
 interface ReplyShape {
@@ -10,7 +10,7 @@ interface ReplyShape {
  * (not rolled-back) turns laid end to end: each turn's prompt delta was encoded against exactly
  * the tokens before it, so concatenation reproduces what the engine saw.
  */
-export function assembleEpisode(episode: EpisodeRecord, turns: StoredTurn[]): TrajectoryRow[] {
+export function assembleEpisode(episode: EpisodeRecord, turns: StoredTurn[], reports: ChainReport[] = []): TrajectoryRow[] {
   const chains = new Map<number, StoredTurn[]>();
   for (const turn of turns) {
     const list = chains.get(turn.chainIndex) ?? [];
@@ -25,7 +25,8 @@ export function assembleEpisode(episode: EpisodeRecord, turns: StoredTurn[]): Tr
   for (const [chainIndex, chainTurns] of [...chains].sort(([a], [b]) => a - b)) {
     const live = chainTurns.filter((t) => !t.rolledBack);
     if (live.length === 0) continue;
-    rows.push(buildRow(episode, chainIndex, chainIndex === finalChain, chainTurns, live));
+    const report = reports.find((r) => r.chainIndex === chainIndex);
+    rows.push(buildRow(episode, chainIndex, chainIndex === finalChain, chainTurns, live, report));
   }
   return rows.map((row) => ({ ...row, num_chains: rows.length }));
 }
@@ -36,6 +37,7 @@ function buildRow(
   isFinal: boolean,
   all: StoredTurn[],
   live: StoredTurn[],
+  report: ChainReport | undefined,
 ): TrajectoryRow {
   const inputIds: number[] = [];
   const sampledMask: number[] = [];
@@ -101,5 +103,7 @@ function buildRow(
     t_llm_s: live.reduce((sum, t) => sum + t.tLlmS, 0),
     t_env_s: episode.tEnvS,
     messages: JSON.stringify(transcript),
+    template_drift_offset: report?.driftOffset ?? -1,
+    num_drift_turns: report?.driftTurns ?? 0,
   };
 }

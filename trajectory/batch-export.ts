@@ -24,7 +24,7 @@ export async function exportBatch(
   const rows: TrajectoryRow[] = [];
   for (const episode of store.listEpisodes(batchId)) {
     if (!groupIds.has(episode.groupId) || episode.outcome !== 'ok' || !episode.sessionId) continue;
-    rows.push(...assembleEpisode(episode, store.loadTurns(episode.sessionId)));
+    rows.push(...assembleEpisode(episode, store.loadTurns(episode.sessionId), store.loadChainReports(episode.sessionId)));
   }
   const file = await writeArrowStream(path.join(dir, 'part-00000.arrow'), rows);
   return {

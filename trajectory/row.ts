@@ -35,4 +35,8 @@ export interface TrajectoryRow {
   t_llm_s: number;
   t_env_s: number;
   messages: string | null;
+  /** Beyond the spec: first token where a full template render of the history differs from input_ids (-1: none). */
+  template_drift_offset: number;
+  /** Beyond the spec: live turns sampled after that point. */
+  num_drift_turns: number;
 }

@@ -56,5 +56,12 @@ CREATE TABLE IF NOT EXISTS responses (
   created_at INTEGER NOT NULL,
   PRIMARY KEY (session_id, response_id)
 );
+CREATE TABLE IF NOT EXISTS chain_reports (
+  session_id TEXT NOT NULL,
+  chain_index INTEGER NOT NULL,
+  drift_offset INTEGER NOT NULL,
+  drift_turns INTEGER NOT NULL,
+  PRIMARY KEY (session_id, chain_index)
+);
 CREATE INDEX IF NOT EXISTS episodes_by_batch ON episodes(batch_id, group_id, episode_index);
 `;

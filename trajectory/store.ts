@@ -63,6 +63,17 @@ export interface StoredResponse {
   outputJson: string;
 }
 
+/**
+ * The drift check of one chain at close: where a full render of the chain's history with the chat
+ * template first differs from the tokens the engine saw (-1: nowhere), and how many live turns
+ * were sampled after that point.
+ */
+export interface ChainReport {
+  chainIndex: number;
+  driftOffset: number;
+  driftTurns: number;
+}
+
 /** How an episode ended, written once by the episode's close step. */
 export interface EpisodeRecord {
   episodeId: string;
@@ -195,6 +206,22 @@ export class TrajectoryStore {
       .prepare('SELECT input_json, output_json FROM responses WHERE session_id = ? AND response_id = ?')
       .get(sessionId, responseId) as { input_json: string; output_json: string } | undefined;
     return row ? { sessionId, responseId, inputJson: row.input_json, outputJson: row.output_json } : undefined;
+  }
+
+  saveChainReports(sessionId: string, reports: ChainReport[]): void {
+    const insert = this.db.prepare(
+      'INSERT OR REPLACE INTO chain_reports (session_id, chain_index, drift_offset, drift_turns) VALUES (?, ?, ?, ?)',
+    );
+    this.db.transaction(() => {
+      for (const r of reports) insert.run(sessionId, r.chainIndex, r.driftOffset, r.driftTurns);
+    })();
+  }
+
+  loadChainReports(sessionId: string): ChainReport[] {
+    const rows = this.db
+      .prepare('SELECT chain_index, drift_offset, drift_turns FROM chain_reports WHERE session_id = ? ORDER BY chain_index')
+      .all(sessionId) as { chain_index: number; drift_offset: number; drift_turns: number }[];
+    return rows.map((r) => ({ chainIndex: r.chain_index, driftOffset: r.drift_offset, driftTurns: r.drift_turns }));
   }
 
   /** Upsert: a retried close step rewrites the same row, so each episode is delivered once. */

@@ -58,6 +58,24 @@ function hostActivities(hostQueue: string) {
   };
 }
 
+/** The agent that runs one activity per model call (see agents/builtin). */
+const BUILTIN_AGENT = 'builtin';
+
+/**
+ * A black-box agent program runs as one activity for the whole episode. It changes the sandbox
+ * and cannot resume where it stopped, so it is never retried in place: a failure (a dead worker
+ * noticed by the missing heartbeat) restarts the episode attempt with a fresh sandbox.
+ */
+function blackBoxActivities(hostQueue: string, agentTimeoutMs: number) {
+  return proxyActivities<Activities>({
+    taskQueue: hostQueue,
+    scheduleToStartTimeout: '5 minutes',
+    startToCloseTimeout: agentTimeoutMs + 120_000,
+    heartbeatTimeout: '30 seconds',
+    retry: { maximumAttempts: 1 },
+  });
+}
+
 /** Failures of the machinery (sandbox, worker, gateway), as opposed to the agent doing badly. */
 function isInfraFailure(error: unknown): error is ActivityFailure {
   return error instanceof ActivityFailure;
@@ -136,7 +154,7 @@ async function runAttempt(
   startedAt: number,
 ): Promise<EpisodeSummary> {
   status.phase = 'creating_sandbox';
-  const sandbox: SandboxRef = await sandboxes.createSandbox({ episodeId, attempt, taskSource: input.taskSource, taskId: input.taskId });
+  const sandbox: SandboxRef = await sandboxes.createSandbox({ episodeId, attempt, taskSource: input.taskSource, taskId: input.taskId, agentName: input.agentName });
   const host = hostActivities(sandbox.hostQueue);
   let sessionId: string | undefined;
   try {
@@ -145,25 +163,40 @@ async function runAttempt(
     status.phase = 'agent';
     let envSeconds = 0;
     let reason = 'max_turns';
-    // One more step than turns: the gateway answers the step past the budget with a final message.
-    for (let step = 0; step <= input.limits.maxTurns; step++) {
-      const result = await host.work.agentStep({
+    if (input.agentName === BUILTIN_AGENT) {
+      // One more step than turns: the gateway answers the step past the budget with a final message.
+      for (let step = 0; step <= input.limits.maxTurns; step++) {
+        const result = await host.work.agentStep({
+          episodeId,
+          attempt,
+          instance,
+          sandboxId: sandbox.sandboxId,
+          sessionKey: session.key,
+          taskSource: input.taskSource,
+          taskId: input.taskId,
+          commandTimeoutMs: input.limits.commandTimeoutMs,
+        });
+        status.turns = result.turns;
+        status.toolCalls = result.toolCalls;
+        envSeconds = result.envSeconds;
+        if (result.done) {
+          reason = result.reason === 'budget' ? 'max_turns' : 'stop';
+          break;
+        }
+      }
+    } else {
+      const result = await blackBoxActivities(sandbox.hostQueue, input.limits.maxWallTimeMs).runAgent({
         episodeId,
         attempt,
         instance,
         sandboxId: sandbox.sandboxId,
         sessionKey: session.key,
+        agentName: input.agentName,
         taskSource: input.taskSource,
         taskId: input.taskId,
-        commandTimeoutMs: input.limits.commandTimeoutMs,
+        timeoutMs: input.limits.maxWallTimeMs,
       });
-      status.turns = result.turns;
-      status.toolCalls = result.toolCalls;
-      envSeconds = result.envSeconds;
-      if (result.done) {
-        reason = result.reason === 'budget' ? 'max_turns' : 'stop';
-        break;
-      }
+      reason = result.timedOut ? 'timeout' : result.exitCode === 0 ? 'stop' : 'agent_error';
     }
     status.phase = 'reward';
     const reward: RewardSummary = await host.work.computeReward({ episodeId, attempt, instance, sandboxId: sandbox.sandboxId, taskSource: input.taskSource, taskId: input.taskId });

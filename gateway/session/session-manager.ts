@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { SessionInfo, TrajectoryStore } from '../../trajectory/index.js';
 import { UnknownSessionError } from './errors.js';
 import { GatewaySession } from './session.js';
+import type { Codec } from '../codec/index.js';
+import { driftReport } from './drift.js';
 
 /** What closing a session reports back to the episode (small: it travels in Temporal payloads). */
 export interface SessionSummary {
@@ -25,7 +27,10 @@ export interface SessionSummary {
 export class SessionManager {
   private readonly live = new Map<string, GatewaySession>();
 
-  constructor(private readonly store: TrajectoryStore) {}
+  constructor(
+    private readonly store: TrajectoryStore,
+    private readonly codec: Codec,
+  ) {}
 
   /** Idempotent by session id: a retried open returns the first key. */
   open(input: { sessionId: string; episodeId: string; attempt: number; info: SessionInfo }): { sessionId: string; key: string } {
@@ -49,6 +54,7 @@ export class SessionManager {
     if (!record) return undefined;
     const turns = this.store.loadTurns(sessionId);
     const session = this.live.get(record.key) ?? GatewaySession.restore(record, turns);
+    this.store.saveChainReports(sessionId, session.chains.filter((c) => c.turns.length > 0).map((c) => driftReport(this.codec, c)));
     this.store.closeSession(sessionId, session.terminationReason ?? reason);
     this.live.delete(record.key);
     const tokens = session.chains.reduce((sum, c) => sum + c.tokens.length, 0);

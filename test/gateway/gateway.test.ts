@@ -238,6 +238,33 @@ describe('gateway: OpenAI Chat Completions with token-in-token-out chains', () =
     expect(next.json.usage.prompt_tokens).toBe(turns[0]!.promptDelta.length);
   });
 
+  it('reports, per chain, where the template would render the history differently', async () => {
+    const closeSession = (id: string) =>
+      fetch(`${url}/admin/v1/sessions/${id}/close`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` },
+        body: JSON.stringify({ reason: 'stop' }),
+      });
+    // Tool turns only: the template renders exactly what the engine saw.
+    const plain = await openSession('s-nodrift');
+    const p1 = (await chat(plain, { messages: first, tools })).json.choices[0].message;
+    await chat(plain, { messages: [...first, p1, { role: 'tool', content: 'widget.py' }], tools });
+    await closeSession('s-nodrift');
+    expect(store.loadChainReports('s-nodrift')).toEqual([{ chainIndex: 0, driftOffset: -1, driftTurns: 0 }]);
+    // A new user turn after reasoning: Qwen3's template drops the earlier <think>, the chain keeps it.
+    const key = await openSession('s-drift');
+    const a1 = (await chat(key, { messages: first, tools })).json.choices[0].message;
+    const history = [...first, a1, { role: 'tool', content: 'widget.py' }];
+    const a2 = (await chat(key, { messages: history, tools })).json.choices[0].message;
+    await chat(key, { messages: [...history, a2, { role: 'user', content: 'Also check the tests.' }], tools });
+    await closeSession('s-drift');
+    const [report] = store.loadChainReports('s-drift');
+    expect(report!.driftOffset).toBeGreaterThan(0);
+    expect(report!.driftTurns).toBeGreaterThanOrEqual(1);
+    const turns = store.loadTurns('s-drift');
+    expect(report!.driftOffset).toBeLessThan(turns[0]!.promptDelta.length + turns[0]!.sampled.length);
+  });
+
   it('rejects bad requests in the OpenAI error envelope', async () => {
     const key = await openSession('s-errors');
     expect(await chat('sk-unknown', { messages: first })).toMatchObject({ status: 401, json: { error: { type: 'authentication_error' } } });

@@ -13,6 +13,6 @@ export { batchWorkflow } from '../../workflows/batch.js';
 const { createSandbox } = proxyActivities<Activities>({ startToCloseTimeout: '1 minute' });
 
 export async function episodeWorkflow(input: EpisodeInput): Promise<EpisodeSummary> {
-  await createSandbox({ episodeId: workflowInfo().workflowId, attempt: 0, taskSource: input.taskSource, taskId: input.taskId });
+  await createSandbox({ episodeId: workflowInfo().workflowId, attempt: 0, taskSource: input.taskSource, taskId: input.taskId, agentName: input.agentName });
   return original(input);
 }

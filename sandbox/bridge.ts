@@ -1,0 +1,142 @@
+/**
+ * The gateway bridge: how an agent in a network-less sandbox reaches the gateway and nothing else.
+ *
+ * Host side, a Unix socket per sandbox, placed in the directory the sandbox sees as `/tmp`, proxies
+ * every connection to the gateway's TCP address. Inside the sandbox, `bridge/forwarder.mjs` (run
+ * with the host's node, mounted read-only) listens on `127.0.0.1:<port>` and forwards to that
+ * socket. Every bubblewrap exec has its own network namespace, so the forwarder wraps the agent
+ * command and runs in the same exec (see `bridgedCommand`).
+ */
+import { chmod, mkdir, rm } from 'node:fs/promises';
+import net from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Where the forwarder script is mounted read-only in every black-box agent's sandbox. */
+export const BRIDGE_SANDBOX_DIR = '/opt/agent-bridge';
+/** The port the agent sees the gateway on, `http://127.0.0.1:<port>`. */
+export const BRIDGE_PORT = 18080;
+/** The socket's directory relative to the sandbox's `/tmp`. */
+const SOCKET_SUBDIR = '.gateway-bridge';
+const SOCKET_NAME = 'gateway.sock';
+/** Longest Unix socket path Linux accepts (`sun_path` less the terminating NUL). */
+const MAX_SOCKET_PATH = 107;
+
+/** The host directory holding `forwarder.mjs`; mount it at `BRIDGE_SANDBOX_DIR`. */
+export const FORWARDER_HOST_DIR = fileURLToPath(new URL('./bridge/', import.meta.url));
+
+export class GatewayBridgeError extends Error {
+  override name = 'GatewayBridgeError';
+}
+
+export interface GatewayBridge {
+  /** The socket on the host. */
+  readonly hostSocketPath: string;
+  /** The same socket as the sandbox sees it. */
+  readonly sandboxSocketPath: string;
+  /** Stops listening, drops open connections and removes the socket. Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface GatewayBridgeOptions {
+  /** Host directory the sandbox sees as `/tmp` (bubblewrap: `<rootDir>/<id>/tmp`). */
+  sandboxTmpHostDir: string;
+  /** The gateway's base URL on the host, e.g. `http://127.0.0.1:8300`. */
+  gatewayUrl: string;
+}
+
+/** The bind mount that makes the forwarder visible inside a sandbox. */
+export function forwarderMount(): { hostPath: string; sandboxPath: string } {
+  return { hostPath: FORWARDER_HOST_DIR, sandboxPath: BRIDGE_SANDBOX_DIR };
+}
+
+/** Starts the host side of the bridge for one sandbox. */
+export async function startGatewayBridge(options: GatewayBridgeOptions): Promise<GatewayBridge> {
+  const target = new URL(options.gatewayUrl);
+  if (target.protocol !== 'http:')
+    throw new GatewayBridgeError(`gateway URL must be http: ${options.gatewayUrl}`);
+  const port = Number(target.port || 80);
+  const host = target.hostname.replace(/^\[|\]$/g, '');
+  const dir = join(options.sandboxTmpHostDir, SOCKET_SUBDIR);
+  const hostSocketPath = join(dir, SOCKET_NAME);
+  if (Buffer.byteLength(hostSocketPath) > MAX_SOCKET_PATH) {
+    throw new GatewayBridgeError(
+      `socket path too long for a Unix socket (${hostSocketPath}); use a shorter sandbox root`,
+    );
+  }
+  await mkdir(dir, { recursive: true });
+  await rm(hostSocketPath, { force: true });
+
+  const connections = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(port, host);
+    connections.add(client).add(upstream);
+    client.pipe(upstream);
+    upstream.pipe(client);
+    const destroy = (): void => {
+      client.destroy();
+      upstream.destroy();
+      connections.delete(client);
+      connections.delete(upstream);
+    };
+    for (const s of [client, upstream]) {
+      s.on('error', destroy);
+      s.on('close', destroy);
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err) =>
+      reject(
+        new GatewayBridgeError(`cannot listen on ${hostSocketPath}: ${err.message}`, {
+          cause: err,
+        }),
+      ),
+    );
+    server.listen(hostSocketPath, resolve);
+  });
+  // The sandbox user may map to another uid: connecting needs write permission on the socket.
+  await chmod(hostSocketPath, 0o666);
+
+  let closed: Promise<void> | undefined;
+  return {
+    hostSocketPath,
+    sandboxSocketPath: `/tmp/${SOCKET_SUBDIR}/${SOCKET_NAME}`,
+    close() {
+      closed ??= (async () => {
+        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+        for (const s of connections) s.destroy();
+        await stopped;
+        await rm(dir, { recursive: true, force: true });
+      })();
+      return closed;
+    },
+  };
+}
+
+/**
+ * The agent's argv wrapped by the forwarder: it listens on `127.0.0.1:<port>`, runs the agent, and
+ * exits with the agent's status.
+ */
+export function bridgedCommand(
+  argv: string[],
+  bridge: Pick<GatewayBridge, 'sandboxSocketPath'>,
+  options: { port?: number; nodePath?: string } = {},
+): string[] {
+  return [
+    options.nodePath ?? '/usr/bin/node',
+    `${BRIDGE_SANDBOX_DIR}/forwarder.mjs`,
+    String(options.port ?? BRIDGE_PORT),
+    bridge.sandboxSocketPath,
+    ...argv,
+  ];
+}
+
+/** The base URL the agent uses inside the sandbox. */
+export function bridgedBaseUrl(port: number = BRIDGE_PORT): string {
+  return `http://127.0.0.1:${port}`;
+}
+
+/** Where a bubblewrap provider keeps a sandbox's `/tmp` on the host. */
+export function bubblewrapTmpHostDir(rootDir: string): (sandboxId: string) => string {
+  return (sandboxId) => join(rootDir, sandboxId, 'tmp');
+}

@@ -1,0 +1,42 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { sidecarHas } from '../../agents/presets/index.js';
+import { buildBatchInput, followBatch, startBatch } from '../../stack/batches.js';
+import { startStack, type Stack } from '../../stack/stack.js';
+import { readTrajectories } from '../helpers/arrow.js';
+import { startTestEngines, testConfig, type TestEngines } from '../helpers/stack.js';
+import { expectConsistentRow } from '../helpers/trajectory-checks.js';
+
+let engines: TestEngines | undefined;
+let stack: Stack | undefined;
+
+afterAll(async () => {
+  await stack?.stop();
+  await engines?.close();
+});
+
+const installed = sidecarHas('npm/node_modules/opencode-ai/package.json');
+if (!installed) console.warn('black-box agent e2e skipped: run `bash scripts/install-agents.sh` first');
+
+describe.skipIf(!installed)('a batch run by an unmodified agent program (OpenCode) on Temporal', () => {
+  it('runs the agent in its sandbox through the gateway bridge and scores it with the hidden tests', { timeout: 240_000 }, async () => {
+    engines = await startTestEngines({ count: 1, wanderProbability: 0 });
+    // Uniform rewards are kept so the file holds every episode.
+    const config = testConfig({ engines: engines.instances, agent: { name: 'opencode' }, batch: { concurrency: 2, filterUniformGroups: false } });
+    stack = await startStack(config);
+    const batchId = `opencode-${Date.now()}`;
+    const input = await buildBatchInput(config, { batchId, tasks: 'builtin', n: 1, agent: 'opencode', taskIds: ['js-ini-parser-1', 'py-roman-numerals-1'] });
+    const manifest = await followBatch(await startBatch(stack.client, config, input), () => undefined);
+
+    expect(manifest.status).toBe('complete');
+    expect(manifest.groups.map((g) => g.rewards)).toEqual([[1], [1]]);
+    const rows = readTrajectories(manifest.files[0]!.uri);
+    for (const row of rows) expectConsistentRow(row, engines.recorded);
+    // OpenCode asks for a title on a chain of its own; the agent loop is the final chain.
+    for (const groupRows of [0, 1].map((i) => rows.filter((r) => r.group_id === manifest.groups[i]!.group_id))) {
+      expect(groupRows.length).toBeGreaterThanOrEqual(2);
+      const final = groupRows.find((r) => r.is_final_chain)!;
+      expect(final.num_turns).toBeGreaterThanOrEqual(3);
+      expect(final.agent_name).toBe('opencode');
+    }
+  });
+});
