@@ -69,7 +69,11 @@ export async function startBatch(client: Client, config: Config, input: BatchInp
   }
 }
 
-/** Waits for the manifest, calling `onProgress` about once a second. */
+/**
+ * Waits for the manifest, calling `onProgress` about once a second. A query needs a live worker
+ * and may hang while none polls (one crashed, the next is starting), so each one is bounded and
+ * never delays noticing the result.
+ */
 export async function followBatch(
   handle: WorkflowHandle<typeof batchWorkflow>,
   onProgress: (p: BatchProgress) => void,
@@ -77,14 +81,19 @@ export async function followBatch(
 ): Promise<BatchManifest> {
   const result = handle.result();
   let finished = false;
-  void result.finally(() => (finished = true)).catch(() => undefined);
+  const settled = result.then(
+    () => (finished = true),
+    () => (finished = true),
+  );
+  const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
   while (!finished) {
-    try {
-      onProgress(await handle.query(progressQuery));
-    } catch {
-      // The batch may be between runs (continue-as-new); the next poll answers.
-    }
-    await Promise.race([result.catch(() => undefined), new Promise((r) => setTimeout(r, intervalMs))]);
+    const progress = await Promise.race([
+      handle.query(progressQuery).catch(() => undefined),
+      settled.then(() => undefined),
+      wait(Math.max(5_000, intervalMs)).then(() => undefined),
+    ]);
+    if (progress && !finished) onProgress(progress);
+    await Promise.race([settled, wait(intervalMs)]);
   }
   return result;
 }

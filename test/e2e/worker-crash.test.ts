@@ -28,6 +28,11 @@ describe('a worker killed in the middle of a batch', () => {
     const input = await buildBatchInput(config, { batchId, tasks: 'builtin', n: 2, agent: 'builtin' });
     const handle = await startBatch(stack.client, config, input);
     let killedAt: number | undefined;
+    // If the batch stalls, say where before the test times out.
+    const watchdog = setTimeout(async () => {
+      const description = await handle.describe().catch((e: unknown) => String(e));
+      console.error('worker-crash test stalled', { killedAt, description, workers: workers.map((w) => w.output().slice(-2000)) });
+    }, 150_000);
     const manifest = await followBatch(
       handle,
       (p) => {
@@ -40,6 +45,7 @@ describe('a worker killed in the middle of a batch', () => {
       200,
     );
 
+    clearTimeout(watchdog);
     expect(killedAt, first.output()).toBeDefined();
     expect(killedAt!).toBeLessThan(16);
     expect(first.child.signalCode).toBe('SIGKILL');
