@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { ChatMessage, ToolSpec } from '../codec/index.js';
 import { streamSplitter } from '../codec/index.js';
+import { openEventStream } from './sse.js';
 import { disconnectSignal, sessionKeyOf } from '../auth.js';
 import { GatewayError, InvalidRequestError, UnknownSessionError } from '../session/errors.js';
 import type { AssistantMessage, TurnResult } from '../session/turn-runner.js';
@@ -176,8 +177,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: GatewayDeps)
     }
 
     reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    const res = openEventStream(reply.raw);
     const send = (delta: object, finishReason: string | null = null) =>
       res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`);
     send({ role: 'assistant', content: '' });

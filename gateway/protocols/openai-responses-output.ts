@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
 import type { ToolCall } from '../codec/index.js';
 import type { StreamDelta } from '../codec/stream-splitter.js';
 import type { AssistantMessage, TurnUsage } from '../session/turn-runner.js';
@@ -177,7 +176,7 @@ export function responseObject(h: ResponseHeader, end: ResponseEnd): Record<stri
 export class ResponseEventStream {
   private sequence = 0;
 
-  constructor(private readonly res: ServerResponse) {}
+  constructor(private readonly res: { write(chunk: string): void }) {}
 
   send(type: string, payload: Record<string, unknown>): void {
     this.res.write(`event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: this.sequence++, ...payload })}\n\n`);

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { ChatMessage, TextTokenizer } from '../codec/index.js';
 import { streamSplitter } from '../codec/index.js';
+import { openEventStream } from './sse.js';
 import { disconnectSignal, sessionKeyOf } from '../auth.js';
 import type { GatewayDeps } from '../deps.js';
 import { GatewayError, InvalidRequestError, UnknownSessionError } from '../session/errors.js';
@@ -166,8 +167,7 @@ export function registerResponses(app: FastifyInstance, deps: GatewayDeps): void
     }
 
     reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    const res = openEventStream(reply.raw);
     const events = new ResponseEventStream(res);
     const started = responseObject(header, { status: 'in_progress', output: [], usage: null });
     events.send('response.created', { response: started });
