@@ -7,14 +7,16 @@
  *     the direct path replays the very prompts the gateway sent, with the same concurrency;
  *   - incremental encode time per turn as the context grows (it should stay flat);
  *   - heap memory per session held by the gateway.
- * The engine runs with timeScale 0, so both paths measure software overhead, not modelled GPU time.
+ * The engine runs in its own process with timeScale 0, so both paths measure software overhead,
+ * not modelled GPU time.
  * Prints figures and ratios; asserts nothing. BENCH_SESSIONS="1,64,256" and BENCH_TURNS=16 adjust it.
  */
 import type { FastifyInstance } from 'fastify';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startEngineSim, type EngineSim } from '../engine-sim/index.js';
+import { fileURLToPath } from 'node:url';
 import { loadCodec, type ChatMessage, type Codec } from '../gateway/codec/index.js';
 import { buildGateway } from '../gateway/server.js';
 import { TrajectoryStore, type SessionInfo } from '../trajectory/index.js';
@@ -97,6 +99,19 @@ async function directPath(engineUrl: string, store: TrajectoryStore, sessionIds:
   return { latenciesMs, seconds: (performance.now() - started) / 1000 };
 }
 
+/** Starts `engine-sim/main.ts` as a child process and waits for the URL it prints. */
+async function spawnEngine(dir: string, script: object): Promise<{ url: string; child: ChildProcess }> {
+  const scriptFile = path.join(dir, 'script.json');
+  writeFileSync(scriptFile, JSON.stringify(script));
+  const main = fileURLToPath(new URL('../engine-sim/main.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', main, '--script', scriptFile, '--time-scale', '0', '--kv-capacity', '4000000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim()));
+    child.once('exit', (code) => reject(new Error(`engine-sim exited with ${code}`)));
+  });
+  return { url, child };
+}
+
 function encodeTimes(codec: Codec): { context: number; ms: number }[] {
   const messages: ChatMessage[] = [
     { role: 'system', content: 'You are a coding agent.' },
@@ -121,7 +136,9 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-gw-'));
   const store = TrajectoryStore.open(path.join(dir, 'store.sqlite'));
   const script = { wanderProbability: 0, tasks: [{ taskId: 'bench', match: 'Benchmark session', solve: Array.from({ length: TURNS + 1 }, () => ({ thought: 'Look further.', tool: { name: 'shell', arguments: { command: 'grep -rn handler src' } } })) }] };
-  const engine: EngineSim = await startEngineSim({ tokenizer: codec.tokenizer, script, timeScale: 0, kvCapacityTokens: 4_000_000 });
+  // The engine runs in its own process, as a real one would: both paths then measure the same
+  // engine, and the gateway's cost is what this process adds.
+  const engine = await spawnEngine(dir, script);
   const gateway: FastifyInstance = await buildGateway({ codec, store, engines: [{ name: 'e0', kind: 'vllm', url: engine.url }], modelName: 'Qwen/Qwen3-8B', adminToken: ADMIN });
   await gateway.listen({ host: '127.0.0.1', port: 0 });
   const address = gateway.server.address();
@@ -166,7 +183,7 @@ async function main(): Promise<void> {
     console.log('memory per session: run with node --expose-gc (npm run bench:gateway does)');
     await gateway.close();
   }
-  await engine.close();
+  engine.child.kill('SIGTERM');
   store.close();
   rmSync(dir, { recursive: true, force: true });
 }
