@@ -3,14 +3,12 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { expect } from 'vitest';
 import {
   createBlackBoxAgentActivity,
   type RunAgentResult,
 } from '../../activities/black-box-agent.js';
 import { agentSidecarMounts } from '../../agents/presets/index.js';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
-import { buildGateway } from '../../gateway/server.js';
 import { bubblewrapTmpHostDir } from '../../sandbox/bridge.js';
 import { createSandboxProvider, type SandboxProvider } from '../../sandbox/index.js';
 import { evaluateReward, workspaceDiff, type RewardResult } from '../../tasks/reward/index.js';
@@ -18,9 +16,9 @@ import { builtinPackDir, loadTasks } from '../../tasks/loader.js';
 import type { Task } from '../../tasks/schema.js';
 import { scriptForTask } from '../../tasks/solution-script.js';
 import { TrajectoryStore, type StoredTurn } from '../../trajectory/index.js';
+import { openTestSession, sessionInfo, startTestGateway } from '../helpers/gateway.js';
 import { testCodec } from '../helpers/stack.js';
 
-const ADMIN = 'agents-test-admin';
 const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** Engine, gateway and sandbox provider for running real agent programs against the scripted policy. */
@@ -47,16 +45,7 @@ export async function startAgentStack(): Promise<AgentStack> {
   // Short: the bridge's Unix socket lives under it.
   const dir = mkdtempSync(path.join(os.tmpdir(), 'ag-'));
   const store = TrajectoryStore.open(path.join(dir, 'store.sqlite'));
-  const gateway = await buildGateway({
-    codec,
-    store,
-    engines: [{ name: 'e0', kind: 'vllm', url: engine.url }],
-    modelName: 'Qwen/Qwen3-8B',
-    adminToken: ADMIN,
-  });
-  await gateway.listen({ host: '127.0.0.1', port: 0 });
-  const address = gateway.server.address();
-  const gatewayUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  const { gateway, url: gatewayUrl } = await startTestGateway(store, [{ name: 'e0', kind: 'vllm', url: engine.url }]);
   const rootDir = path.join(dir, 'sb');
   // As the worker does: the project (and so the task pack and hidden tests) is invisible inside.
   const sandbox = createSandboxProvider({
@@ -95,27 +84,18 @@ export async function runAgentEpisode(
   timeoutMs = 100_000,
 ): Promise<AgentRun> {
   const sessionId = `${agentName}-${taskId}-${Date.now()}`;
-  const opened = await fetch(`${stack.gatewayUrl}/admin/v1/sessions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` },
-    body: JSON.stringify({
-      sessionId,
-      episodeId: sessionId,
-      attempt: 0,
-      info: {
-        batchId: 'agents',
-        taskId,
-        groupId: 'agents.g0',
-        episodeIndex: 0,
-        agentName,
-        homeInstance: 'e0',
-        budgets: { maxTurns: 40, maxContextTokens: 131_072, maxWallTimeMs: 600_000 },
-        sampling: { temperature: 1, topP: 1, maxTokens: 4096 },
-      },
+  const key = await openTestSession(
+    stack.gatewayUrl,
+    sessionId,
+    sessionInfo({
+      batchId: 'agents',
+      taskId,
+      groupId: 'agents.g0',
+      agentName,
+      budgets: { maxTurns: 40, maxContextTokens: 131_072, maxWallTimeMs: 600_000 },
+      sampling: { temperature: 1, topP: 1, maxTokens: 4096 },
     }),
-  });
-  expect(opened.status).toBe(200);
-  const { key } = (await opened.json()) as { key: string };
+  );
   const task = stack.tasks.get(taskId)!;
   const info = await stack.sandbox.create({
     idempotencyKey: `${sessionId}:0`,

@@ -1,16 +1,12 @@
 import type { FastifyInstance } from 'fastify';
-import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
-import { buildGateway } from '../../gateway/server.js';
-import { TrajectoryStore, type SessionInfo } from '../../trajectory/index.js';
+import type { TrajectoryStore } from '../../trajectory/index.js';
+import { openTestSession, sessionInfo, startTestGateway, tempStore } from '../helpers/gateway.js';
 import { testCodec } from '../helpers/stack.js';
 
-const ADMIN = 'test-admin-token';
 const BILLING = 'x-anthropic-billing-header: cc_version=2.1.0.abc; cc_entrypoint=cli; cch=';
 const tools = [
   {
@@ -54,26 +50,8 @@ let store: TrajectoryStore;
 let gateway: FastifyInstance;
 let url: string;
 
-const info = (maxTurns: number): SessionInfo => ({
-  batchId: 'b',
-  taskId: 'gadget',
-  groupId: 'b.g0',
-  episodeIndex: 0,
-  agentName: 'test',
-  homeInstance: 'e0',
-  budgets: { maxTurns, maxContextTokens: 32_768, maxWallTimeMs: 600_000 },
-  sampling: { temperature: 1, topP: 1, maxTokens: 512 },
-});
-
-async function openSession(sessionId: string, maxTurns = 10, at = url): Promise<string> {
-  const r = await fetch(`${at}/admin/v1/sessions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` },
-    body: JSON.stringify({ sessionId, episodeId: sessionId, attempt: 0, info: info(maxTurns) }),
-  });
-  expect(r.status).toBe(200);
-  return ((await r.json()) as { key: string }).key;
-}
+const openSession = (sessionId: string, maxTurns = 10, at = url) =>
+  openTestSession(at, sessionId, sessionInfo({ maxTurns, taskId: 'gadget' }));
 
 async function post(
   key: string,
@@ -161,19 +139,8 @@ const toolResult = (id: string, text: string): object => ({
 beforeAll(async () => {
   const codec = await testCodec();
   engine = await startEngineSim({ tokenizer: codec.tokenizer, script, timeScale: 0 });
-  store = TrajectoryStore.open(
-    path.join(mkdtempSync(path.join(os.tmpdir(), 'gw-anthropic-')), 'store.sqlite'),
-  );
-  gateway = await buildGateway({
-    codec,
-    store,
-    engines: [{ name: 'e0', kind: 'vllm', url: engine.url }],
-    modelName: 'Qwen/Qwen3-8B',
-    adminToken: ADMIN,
-  });
-  await gateway.listen({ host: '127.0.0.1', port: 0 });
-  const address = gateway.server.address();
-  url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  store = tempStore('gw-anthropic-');
+  ({ gateway, url } = await startTestGateway(store, [{ name: 'e0', kind: 'vllm', url: engine.url }]));
 });
 
 afterAll(async () => {
@@ -530,16 +497,8 @@ describe('gateway: Anthropic Messages', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const deadEngine = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
     await new Promise((resolve) => closed.close(resolve));
-    const codec = await testCodec();
-    const broken = await buildGateway({
-      codec,
-      store,
-      engines: [{ name: 'e0', kind: 'vllm', url: deadEngine }],
-      modelName: 'm',
-      adminToken: ADMIN,
-    });
+    const { gateway: broken, url: at } = await startTestGateway(store, [{ name: 'e0', kind: 'vllm', url: deadEngine }]);
     try {
-      const at = await broken.listen({ host: '127.0.0.1', port: 0 });
       const key = await openSession('a-no-engine', 10, at);
       const r = await post(key, { ...base, messages: [firstUser] }, '/v1/messages', at);
       expect({ status: r.status, json: await r.json() }).toMatchObject({

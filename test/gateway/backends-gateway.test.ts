@@ -1,14 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
-import { buildGateway } from '../../gateway/server.js';
-import { TrajectoryStore, type SessionInfo } from '../../trajectory/index.js';
+import type { TrajectoryStore } from '../../trajectory/index.js';
+import { openTestSession, sessionInfo, startTestGateway, tempStore } from '../helpers/gateway.js';
 import { testCodec } from '../helpers/stack.js';
 
-const ADMIN = 'test-admin-token';
 const tools = [{ type: 'function', function: { name: 'shell', parameters: { type: 'object', properties: { command: { type: 'string' } } } } }];
 const script = {
   wanderProbability: 0,
@@ -38,20 +34,11 @@ beforeAll(async () => {
   const codec = await testCodec();
   engines.sg = await startEngineSim({ tokenizer: codec.tokenizer, script, timeScale: 0, seed: 3 });
   engines.vl = await startEngineSim({ tokenizer: codec.tokenizer, script, timeScale: 0, seed: 3 });
-  store = TrajectoryStore.open(path.join(mkdtempSync(path.join(os.tmpdir(), 'gw-sglang-')), 'store.sqlite'));
-  gateway = await buildGateway({
-    codec,
-    store,
-    engines: [
-      { name: 'sg', kind: 'sglang', url: engines.sg.url },
-      { name: 'vl', kind: 'vllm', url: engines.vl.url },
-    ],
-    modelName: 'Qwen/Qwen3-8B',
-    adminToken: ADMIN,
-  });
-  await gateway.listen({ host: '127.0.0.1', port: 0 });
-  const address = gateway.server.address();
-  url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  store = tempStore('gw-sglang-');
+  ({ gateway, url } = await startTestGateway(store, [
+    { name: 'sg', kind: 'sglang', url: engines.sg.url },
+    { name: 'vl', kind: 'vllm', url: engines.vl.url },
+  ]));
 });
 
 afterAll(async () => {
@@ -60,25 +47,7 @@ afterAll(async () => {
   store?.close();
 });
 
-async function openSession(sessionId: string, homeInstance: string): Promise<string> {
-  const info: SessionInfo = {
-    batchId: 'b',
-    taskId: 'widget',
-    groupId: 'b.g0',
-    episodeIndex: 0,
-    agentName: 'test',
-    homeInstance,
-    budgets: { maxTurns: 10, maxContextTokens: 32_768, maxWallTimeMs: 600_000 },
-    sampling: { temperature: 1, topP: 1, maxTokens: 512 },
-  };
-  const r = await fetch(`${url}/admin/v1/sessions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` },
-    body: JSON.stringify({ sessionId, episodeId: sessionId, attempt: 0, info }),
-  });
-  expect(r.status).toBe(200);
-  return ((await r.json()) as { key: string }).key;
-}
+const openSession = (sessionId: string, homeInstance: string) => openTestSession(url, sessionId, sessionInfo({ homeInstance }));
 
 async function chat(key: string, messages: object[]): Promise<any> {
   const r = await fetch(`${url}/v1/chat/completions`, {

@@ -1,15 +1,11 @@
 import type { FastifyInstance } from 'fastify';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
-import { buildGateway } from '../../gateway/server.js';
-import { TrajectoryStore, type SessionInfo } from '../../trajectory/index.js';
+import type { TrajectoryStore } from '../../trajectory/index.js';
+import { closeTestSession, openTestSession, sessionInfo, startTestGateway, tempStore } from '../helpers/gateway.js';
 import { readSseData } from '../../gateway/backends/sse.js';
 import { testCodec } from '../helpers/stack.js';
 
-const ADMIN = 'test-admin-token';
 const tools = [{ type: 'function', function: { name: 'shell', parameters: { type: 'object', properties: { command: { type: 'string' } } } } }];
 const script = {
   wanderProbability: 0,
@@ -31,41 +27,18 @@ let engine: EngineSim;
 /** Slow enough (20x real time) that a client can leave mid-generation. */
 let slowEngine: EngineSim;
 let store: TrajectoryStore;
-let storeFile: string;
 let gateway: FastifyInstance;
 let url: string;
 
 async function startGateway(): Promise<void> {
-  const codec = await testCodec();
-  gateway = await buildGateway({ codec, store, engines: [
-      { name: 'e0', kind: 'vllm', url: engine.url },
-      { name: 'slow', kind: 'vllm', url: slowEngine.url },
-    ], modelName: 'Qwen/Qwen3-8B', adminToken: ADMIN });
-  await gateway.listen({ host: '127.0.0.1', port: 0 });
-  const address = gateway.server.address();
-  url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  ({ gateway, url } = await startTestGateway(store, [
+    { name: 'e0', kind: 'vllm', url: engine.url },
+    { name: 'slow', kind: 'vllm', url: slowEngine.url },
+  ]));
 }
 
-const info = (maxTurns = 10, homeInstance = 'e0'): SessionInfo => ({
-  batchId: 'b',
-  taskId: 'widget',
-  groupId: 'b.g0',
-  episodeIndex: 0,
-  agentName: 'test',
-  homeInstance,
-  budgets: { maxTurns, maxContextTokens: 32_768, maxWallTimeMs: 600_000 },
-  sampling: { temperature: 1, topP: 1, maxTokens: 512 },
-});
-
-async function openSession(sessionId: string, maxTurns?: number, homeInstance?: string): Promise<string> {
-  const r = await fetch(`${url}/admin/v1/sessions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` },
-    body: JSON.stringify({ sessionId, episodeId: sessionId, attempt: 0, info: info(maxTurns, homeInstance) }),
-  });
-  expect(r.status).toBe(200);
-  return ((await r.json()) as { key: string }).key;
-}
+const openSession = (sessionId: string, maxTurns?: number, homeInstance?: string) =>
+  openTestSession(url, sessionId, sessionInfo({ maxTurns, homeInstance }));
 
 async function chat(key: string, body: object, prefix = ''): Promise<{ status: number; json: any }> {
   const r = await fetch(`${url}${prefix}/v1/chat/completions`, {
@@ -85,8 +58,7 @@ beforeAll(async () => {
   const codec = await testCodec();
   engine = await startEngineSim({ tokenizer: codec.tokenizer, script, timeScale: 0 });
   slowEngine = await startEngineSim({ tokenizer: codec.tokenizer, script, timeScale: 20 });
-  storeFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'gw-')), 'store.sqlite');
-  store = TrajectoryStore.open(storeFile);
+  store = tempStore('gw-');
   await startGateway();
 });
 
@@ -135,12 +107,7 @@ describe('gateway: OpenAI Chat Completions with token-in-token-out chains', () =
     const codec = await testCodec();
     expect(codec.tokenizer.decode(c!.promptDelta)).toBe('\n<|im_start|>user\n<tool_response>\nwidget.py\n</tool_response><|im_end|>\n<|im_start|>assistant\n');
     expect(retry.json.usage.prompt_tokens).toBe(a!.promptDelta.length + a!.sampled.length + c!.promptDelta.length);
-    const close = await fetch(`${url}/admin/v1/sessions/s-chain/close`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` },
-      body: JSON.stringify({ reason: 'stop' }),
-    });
-    expect(await close.json()).toMatchObject({ turns: 2, rollbacks: 1, rolledBackTokens: turns[1]!.sampled.length });
+    expect(await closeTestSession(url, 's-chain')).toMatchObject({ turns: 2, rollbacks: 1, rolledBackTokens: turns[1]!.sampled.length });
   });
 
   it('starts a new chain for a different conversation in the same session', async () => {
@@ -192,12 +159,7 @@ describe('gateway: OpenAI Chat Completions with token-in-token-out chains', () =
     const t2 = await chat(key, { messages: [...first, a1, { role: 'tool', content: 'x' }], tools });
     expect(t2.json.choices[0]).toMatchObject({ finish_reason: 'length', message: { role: 'assistant' } });
     expect(t2.json.choices[0].message.tool_calls).toBeUndefined();
-    const close = await fetch(`${url}/admin/v1/sessions/s-budget/close`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` },
-      body: JSON.stringify({ reason: 'stop' }),
-    });
-    expect(await close.json()).toMatchObject({ turns: 1, terminationReason: 'max_turns' });
+    expect(await closeTestSession(url, 's-budget')).toMatchObject({ turns: 1, terminationReason: 'max_turns' });
     expect((await chat(key, { messages: first })).status).toBe(401);
   });
 
@@ -239,12 +201,7 @@ describe('gateway: OpenAI Chat Completions with token-in-token-out chains', () =
   });
 
   it('reports, per chain, where the template would render the history differently', async () => {
-    const closeSession = (id: string) =>
-      fetch(`${url}/admin/v1/sessions/${id}/close`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` },
-        body: JSON.stringify({ reason: 'stop' }),
-      });
+    const closeSession = (id: string) => closeTestSession(url, id);
     // Tool turns only: the template renders exactly what the engine saw.
     const plain = await openSession('s-nodrift');
     const p1 = (await chat(plain, { messages: first, tools })).json.choices[0].message;

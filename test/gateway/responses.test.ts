@@ -1,17 +1,13 @@
 import type { FastifyInstance } from 'fastify';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
 import { canonicalKey } from '../../gateway/codec/index.js';
 import { lowerInput, lowerTools } from '../../gateway/protocols/openai-responses-lower.js';
 import { ResponsesRequest } from '../../gateway/protocols/openai-responses-schema.js';
-import { buildGateway } from '../../gateway/server.js';
-import { TrajectoryStore, type SessionInfo } from '../../trajectory/index.js';
+import type { TrajectoryStore } from '../../trajectory/index.js';
+import { openTestSession, sessionInfo, startTestGateway, tempStore } from '../helpers/gateway.js';
 import { testCodec } from '../helpers/stack.js';
 
-const ADMIN = 'test-admin-token';
 const shellTool = { type: 'function', name: 'shell', description: 'Run a command.', strict: false, parameters: { type: 'object', properties: { command: { type: 'string' } }, $schema: 'http://json-schema.org/draft-07/schema#' } };
 const tools = [shellTool];
 const script = {
@@ -43,26 +39,7 @@ let store: TrajectoryStore;
 let gateway: FastifyInstance;
 let url: string;
 
-const info = (maxTurns = 10): SessionInfo => ({
-  batchId: 'b',
-  taskId: 'widget',
-  groupId: 'b.g0',
-  episodeIndex: 0,
-  agentName: 'codex',
-  homeInstance: 'e0',
-  budgets: { maxTurns, maxContextTokens: 32_768, maxWallTimeMs: 600_000 },
-  sampling: { temperature: 1, topP: 1, maxTokens: 512 },
-});
-
-async function openSession(sessionId: string, maxTurns?: number): Promise<string> {
-  const r = await fetch(`${url}/admin/v1/sessions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` },
-    body: JSON.stringify({ sessionId, episodeId: sessionId, attempt: 0, info: info(maxTurns) }),
-  });
-  expect(r.status).toBe(200);
-  return ((await r.json()) as { key: string }).key;
-}
+const openSession = (sessionId: string, maxTurns?: number) => openTestSession(url, sessionId, sessionInfo({ maxTurns }));
 
 async function post(key: string, body: unknown, prefix = ''): Promise<Response> {
   return fetch(`${url}${prefix}/v1/responses`, {
@@ -103,11 +80,8 @@ const output = (text: string, call_id: string) => ({ type: 'function_call_output
 beforeAll(async () => {
   const codec = await testCodec();
   engine = await startEngineSim({ tokenizer: codec.tokenizer, script, timeScale: 0 });
-  store = TrajectoryStore.open(path.join(mkdtempSync(path.join(os.tmpdir(), 'gw-responses-')), 'store.sqlite'));
-  gateway = await buildGateway({ codec, store, engines: [{ name: 'e0', kind: 'vllm', url: engine.url }], modelName: 'Qwen/Qwen3-8B', adminToken: ADMIN });
-  await gateway.listen({ host: '127.0.0.1', port: 0 });
-  const address = gateway.server.address();
-  url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  store = tempStore('gw-responses-');
+  ({ gateway, url } = await startTestGateway(store, [{ name: 'e0', kind: 'vllm', url: engine.url }]));
 });
 
 afterAll(async () => {
