@@ -7,7 +7,11 @@ import { evaluateReward, workspaceDiff } from '../tasks/reward/index.js';
 import { exportBatch, type TrajectoryStore } from '../trajectory/index.js';
 import type { SessionSummary } from '../gateway/session/session-manager.js';
 import { agentSidecarMounts, isBlackBoxAgent } from '../agents/presets/index.js';
-import { createBlackBoxAgentActivity, type RunAgentInput, type RunAgentResult } from './black-box-agent.js';
+import {
+  createBlackBoxAgentActivity,
+  type RunAgentInput,
+  type RunAgentResult,
+} from './black-box-agent.js';
 import { GatewayAdminClient } from './gateway-admin.js';
 import type { TaskCatalog } from './task-catalog.js';
 import type { EpisodeInput, EpisodeOutcome, RewardSummary, SandboxRef } from './types.js';
@@ -47,16 +51,20 @@ async function sandboxCall<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 /**
- * Heartbeats while `fn` runs, so a dead worker is noticed within the heartbeat timeout, and keeps
- * the episode's admission lease alive meanwhile.
+ * Heartbeats while `fn` runs, so a dead worker is noticed within the heartbeat timeout rather
+ * than the start-to-close timeout, and (given a lease) keeps the episode's admission alive.
  */
-async function withHeartbeat<T>(admission: AdmissionControl, lease: Lease, fn: () => Promise<T>): Promise<T> {
+async function withHeartbeat<T>(
+  fn: () => Promise<T>,
+  lease?: { admission: AdmissionControl; lease: Lease },
+): Promise<T> {
   const ctx = Context.current();
-  admission.renew(lease);
-  const timer = setInterval(() => {
+  const beat = () => {
     ctx.heartbeat();
-    admission.renew(lease);
-  }, 2_000);
+    lease?.admission.renew(lease.lease);
+  };
+  beat();
+  const timer = setInterval(beat, 2_000);
   try {
     return await fn();
   } finally {
@@ -89,28 +97,45 @@ export function createActivities(deps: ActivityDeps) {
     },
 
     /** Creates the agent's sandbox on this worker's host and says which queue reaches it. */
-    async createSandbox(input: { episodeId: string; attempt: number; taskSource: string; taskId: string; agentName: string }): Promise<SandboxRef> {
+    async createSandbox(input: {
+      episodeId: string;
+      attempt: number;
+      taskSource: string;
+      taskId: string;
+      agentName: string;
+    }): Promise<SandboxRef> {
       const task = await deps.tasks.get(input.taskSource, input.taskId);
-      const info = await sandboxCall(() =>
-        deps.sandbox.create({
-          idempotencyKey: `${input.episodeId}:${input.attempt}`,
-          workspaceDir: task.workspace.path,
-          labels: { episode: input.episodeId, role: 'agent' },
-          ttlMs: deps.sandboxTtlMs,
-          // Black-box agents run from a read-only sidecar, never installed into the task's files.
-          readOnlyMounts: isBlackBoxAgent(input.agentName) ? agentSidecarMounts() : undefined,
-        }),
+      const info = await withHeartbeat(() =>
+        sandboxCall(() =>
+          deps.sandbox.create({
+            idempotencyKey: `${input.episodeId}:${input.attempt}`,
+            workspaceDir: task.workspace.path,
+            labels: { episode: input.episodeId, role: 'agent' },
+            ttlMs: deps.sandboxTtlMs,
+            // Black-box agents run from a read-only sidecar, never installed into the task's files.
+            readOnlyMounts: isBlackBoxAgent(input.agentName) ? agentSidecarMounts() : undefined,
+          }),
+        ),
       );
       return { sandboxId: info.id, hostQueue: deps.hostQueue };
     },
 
     /** Removes what an attempt left on this host: its sandbox and the agent's state file. */
-    async cleanupAttempt(input: { sandboxId: string; episodeId: string; attempt: number }): Promise<void> {
+    async cleanupAttempt(input: {
+      sandboxId: string;
+      episodeId: string;
+      attempt: number;
+    }): Promise<void> {
       await deps.sandbox.destroy(input.sandboxId);
       await removeAgentState(deps.agentStateDir, input.episodeId, input.attempt);
     },
 
-    async openSession(input: { episodeId: string; attempt: number; instance: string; episode: EpisodeInput }): Promise<{ sessionId: string; key: string }> {
+    async openSession(input: {
+      episodeId: string;
+      attempt: number;
+      instance: string;
+      episode: EpisodeInput;
+    }): Promise<{ sessionId: string; key: string }> {
       const { episode } = input;
       return admin.openSession({
         sessionId: `${input.episodeId}:${input.attempt}`,
@@ -145,41 +170,71 @@ export function createActivities(deps: ActivityDeps) {
       commandTimeoutMs: number;
     }): Promise<AgentStepResult> {
       const task = await deps.tasks.get(input.taskSource, input.taskId);
-      return withHeartbeat(deps.admission, { episodeId: input.episodeId, instance: input.instance }, () =>
-        sandboxCall(() =>
-          runAgentStep(
-            { sandbox: deps.sandbox, stateDir: deps.agentStateDir },
-            {
-              episodeId: input.episodeId,
-              attempt: input.attempt,
-              sandboxId: input.sandboxId,
-              gatewayUrl: deps.gateway.url,
-              sessionKey: input.sessionKey,
-              problemStatement: task.problem_statement,
-              commandTimeoutMs: input.commandTimeoutMs,
-              maxOutputBytes: deps.maxOutputBytes,
-            },
+      return withHeartbeat(
+        () =>
+          sandboxCall(() =>
+            runAgentStep(
+              { sandbox: deps.sandbox, stateDir: deps.agentStateDir },
+              {
+                episodeId: input.episodeId,
+                attempt: input.attempt,
+                sandboxId: input.sandboxId,
+                gatewayUrl: deps.gateway.url,
+                sessionKey: input.sessionKey,
+                problemStatement: task.problem_statement,
+                commandTimeoutMs: input.commandTimeoutMs,
+                maxOutputBytes: deps.maxOutputBytes,
+              },
+            ),
           ),
-        ),
+        {
+          admission: deps.admission,
+          lease: { episodeId: input.episodeId, instance: input.instance },
+        },
       );
     },
 
     /** A black-box agent program, run whole in the sandbox (one long, heartbeating activity). */
     async runAgent(input: RunAgentInput & { instance: string }): Promise<RunAgentResult> {
       const { instance, ...run } = input;
-      return withHeartbeat(deps.admission, { episodeId: input.episodeId, instance }, () => blackBox.runAgent(run));
+      return withHeartbeat(() => blackBox.runAgent(run), {
+        admission: deps.admission,
+        lease: { episodeId: input.episodeId, instance },
+      });
     },
 
     /** Runs the hidden tests in a fresh sandbox against the agent's diff. */
-    async computeReward(input: { episodeId: string; attempt: number; instance: string; sandboxId: string; taskSource: string; taskId: string }): Promise<RewardSummary> {
+    async computeReward(input: {
+      episodeId: string;
+      attempt: number;
+      instance: string;
+      sandboxId: string;
+      taskSource: string;
+      taskId: string;
+    }): Promise<RewardSummary> {
       const task = await deps.tasks.get(input.taskSource, input.taskId);
-      return withHeartbeat(deps.admission, { episodeId: input.episodeId, instance: input.instance }, async () => {
-        const agentDiff = await sandboxCall(() => workspaceDiff(deps.sandbox, input.sandboxId));
-        const result = await sandboxCall(() =>
-          evaluateReward({ provider: deps.sandbox }, { task, agentDiff, idempotencyKey: `${input.episodeId}:${input.attempt}` }),
-        );
-        return { reward: result.reward, resolved: result.resolved, reason: result.reason, passed: result.passed, failed: result.failed };
-      });
+      return withHeartbeat(
+        async () => {
+          const agentDiff = await sandboxCall(() => workspaceDiff(deps.sandbox, input.sandboxId));
+          const result = await sandboxCall(() =>
+            evaluateReward(
+              { provider: deps.sandbox },
+              { task, agentDiff, idempotencyKey: `${input.episodeId}:${input.attempt}` },
+            ),
+          );
+          return {
+            reward: result.reward,
+            resolved: result.resolved,
+            reason: result.reason,
+            passed: result.passed,
+            failed: result.failed,
+          };
+        },
+        {
+          admission: deps.admission,
+          lease: { episodeId: input.episodeId, instance: input.instance },
+        },
+      );
     },
 
     async closeSession(input: { sessionId: string; reason: string }): Promise<SessionSummary> {
@@ -220,7 +275,12 @@ export function createActivities(deps: ActivityDeps) {
 
     /** Writes the batch's Arrow file from the store. */
     async exportBatch(input: { batchId: string; groupIds: string[] }) {
-      return exportBatch(deps.store, input.batchId, path.join(deps.exportDir, input.batchId), new Set(input.groupIds));
+      return exportBatch(
+        deps.store,
+        input.batchId,
+        path.join(deps.exportDir, input.batchId),
+        new Set(input.groupIds),
+      );
     },
   };
 }

@@ -1,4 +1,5 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { createRouter, type Router } from '../scheduler/router.js';
 import type { TrajectoryStore } from '../trajectory/index.js';
 import { registerAdminRoutes } from './admin.js';
 import { BackendError, type Backend } from './backends/backend.js';
@@ -16,6 +17,8 @@ export interface EngineInstance {
   name: string;
   kind: 'vllm' | 'sglang';
   url: string;
+  /** KV cache capacity in tokens, for routing. Default unbounded: memory never moves work off it. */
+  kvCapacityTokens?: number;
 }
 
 export interface GatewayOptions {
@@ -28,6 +31,12 @@ export interface GatewayOptions {
   adminToken: string;
   /** Log requests (pino). Default false. */
   logger?: boolean;
+  /**
+   * Places every generation on an engine (instance names as in `engines`). The gateway starts it
+   * and closes it when it closes. Default: a router with the `home` policy (each session's home
+   * instance while healthy) and default health checks.
+   */
+  router?: Router;
 }
 
 /**
@@ -66,6 +75,9 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   const backends = new Map<string, Backend>(
     options.engines.map((e) => [e.name, createBackend(e, options.modelName)]),
   );
+  const router = options.router ?? createRouter(options.engines, { policy: 'home' });
+  const unknown = router.registry.names.filter((name) => !backends.has(name));
+  if (unknown.length > 0) throw new Error(`the router places on engine instances not configured: ${unknown.join(', ')}`);
   const sessions = new SessionManager(options.store, options.codec);
   const deps: GatewayDeps = {
     sessions,
@@ -74,6 +86,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
       codec: options.codec,
       store: options.store,
       policyVersion: () => 0,
+      router,
       backendFor(instance) {
         const backend = backends.get(instance);
         if (!backend) throw new GatewayError(`engine instance ${instance} is not configured`, 503, 'server_error');
@@ -82,11 +95,13 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     },
   };
   const app = Fastify({ logger: options.logger ?? false, bodyLimit: 64 * 1024 * 1024 });
+  app.addHook('onClose', () => router.close());
   app.setErrorHandler(openAiErrorHandler);
   app.head('/', async (_request, reply) => reply.code(200).send());
   app.get('/health', async () => ({ status: 'ok', sessions: 'ready' }));
   await app.register(protocolRoutes(deps));
   await app.register(protocolRoutes(deps), { prefix: '/s/:key' });
   registerAdminRoutes(app, { sessions, adminToken: options.adminToken, instances: () => [...backends.keys()] });
+  router.start();
   return app;
 }

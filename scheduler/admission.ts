@@ -35,6 +35,11 @@ export class AdmissionControl {
     private readonly db: Database.Database,
     private readonly instances: InstanceConfig[],
     private readonly options: AdmissionOptions,
+    /**
+     * Whether an instance may be a new episode's home now: the gateway's router passes its health
+     * so no episode is admitted to a dead engine. Default: every instance.
+     */
+    private readonly isAvailable: (instance: string) => boolean = () => true,
   ) {
     if (instances.length === 0) throw new Error('admission needs at least one engine instance');
     db.exec(`CREATE TABLE IF NOT EXISTS admission_leases (
@@ -69,7 +74,7 @@ export class AdmissionControl {
       if (held) return { episodeId, instance: held.instance };
       this.db.prepare('DELETE FROM admission_leases WHERE expires_at <= ?').run(now);
       const free = this.load(now)
-        .filter((l) => l.running < l.slots)
+        .filter((l) => l.running < l.slots && this.isAvailable(l.instance))
         .sort((a, b) => a.running / a.slots - b.running / b.slots);
       const pick = free[0];
       if (!pick) return undefined;

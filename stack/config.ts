@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import YAML from 'yaml';
 import { z } from 'zod';
+import { ROUTER_POLICY_NAMES, ROUTING_DEFAULTS } from '../scheduler/router.js';
 
 const Engine = z.object({
   /** Unique instance name. */
@@ -111,6 +112,33 @@ export const ConfigSchema = z
       .object({
         episodeTokens: z.number().int().positive().default(16_384),
         leaseTtlMs: z.number().int().positive().default(10 * 60 * 1000),
+      })
+      .prefault({}),
+    /** How the gateway places each generation on an engine (scheduler/router.ts). */
+    routing: z
+      .object({
+        /**
+         * Policy by name: `ours`, a baseline of the routing spec (round-robin, least-requests,
+         * verl-sticky, sglang-cache-aware, llmd-weighted, dynamo-cost), or `home` (the episode's
+         * admission instance while healthy). Default `ours`.
+         */
+        policy: z.enum(ROUTER_POLICY_NAMES).default(ROUTING_DEFAULTS.policy),
+        /** The policy's thresholds by option name (e.g. `minFreeFraction` for `ours`). Default `{}`: its measured defaults. */
+        policyOptions: z.record(z.string(), z.number()).default({}),
+        /** Tokens per block of the prefix index. Default 64. */
+        blockSize: z.number().int().positive().default(ROUTING_DEFAULTS.blockSize),
+        /** Engines one generation may be sent to (the first included) when engines fail before answering. Default 3. */
+        maxAttempts: z.number().int().positive().default(ROUTING_DEFAULTS.maxAttempts),
+        /** Interval between health checks (`/health`) of every engine, ms. Default 2000. */
+        healthIntervalMs: z.number().int().positive().default(ROUTING_DEFAULTS.healthIntervalMs),
+        /** Consecutive failed health checks that take an engine out. Default 2. */
+        unhealthyAfterFailures: z.number().int().positive().default(ROUTING_DEFAULTS.unhealthyAfterFailures),
+        /** Interval between metrics scrapes (`/metrics`), ms. Default 1000. */
+        metricsIntervalMs: z.number().int().positive().default(ROUTING_DEFAULTS.metricsIntervalMs),
+        /** Metrics older than this are ignored in favour of the router's own in-flight accounting, ms. Default 5000. */
+        metricsMaxAgeMs: z.number().int().positive().default(ROUTING_DEFAULTS.metricsMaxAgeMs),
+        /** Timeout of one health check or scrape, ms. Default 1000. */
+        probeTimeoutMs: z.number().int().positive().default(ROUTING_DEFAULTS.probeTimeoutMs),
       })
       .prefault({}),
   })

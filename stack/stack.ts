@@ -9,7 +9,7 @@ import { TaskCatalog } from '../activities/task-catalog.js';
 import { startEngineSim, type EngineSim } from '../engine-sim/index.js';
 import { loadCodec, type Codec } from '../gateway/codec/index.js';
 import { buildGateway } from '../gateway/server.js';
-import { AdmissionControl, type InstanceConfig } from '../scheduler/index.js';
+import { AdmissionControl, createRouter, type InstanceConfig } from '../scheduler/index.js';
 import { createSandboxProvider } from '../sandbox/index.js';
 import { bubblewrapTmpHostDir } from '../sandbox/bridge.js';
 import { scriptForTask } from '../tasks/solution-script.js';
@@ -124,8 +124,12 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     stops.push(async () => store.close());
     const token = adminToken(config.dataDir);
     let gatewayUrl = config.gateway.url;
+    let isAvailable: ((instance: string) => boolean) | undefined;
     if (!gatewayUrl) {
-      const gateway: FastifyInstance = await buildGateway({ codec, store, engines, modelName: config.model.name, adminToken: token });
+      const router = createRouter(engines, config.routing);
+      // A worker in this process admits episodes to engines the gateway's router finds healthy.
+      isAvailable = (instance) => router.registry.isHealthy(instance);
+      const gateway: FastifyInstance = await buildGateway({ codec, store, engines, modelName: config.model.name, adminToken: token, router });
       await gateway.listen({ host: config.gateway.host, port: config.gateway.port });
       stops.push(() => gateway.close());
       const address = gateway.server.address();
@@ -140,7 +144,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
 
     let worker: RolloutWorker | undefined;
     if (parts.worker ?? true) {
-      worker = await startWorker(config, { temporalAddress, gatewayUrl, engines, store, tasks, workflowBundle: parts.workflowBundle, stops });
+      worker = await startWorker(config, { temporalAddress, gatewayUrl, engines, isAvailable, store, tasks, workflowBundle: parts.workflowBundle, stops });
       log(`worker polling ${config.temporal.taskQueue} and ${hostQueueOf(config.temporal.taskQueue, config.worker.hostId)}`);
     }
     return { config, temporalAddress, uiUrl: devServer?.uiUrl ?? null, gatewayUrl, engines, client, store, worker, stop };
@@ -157,6 +161,8 @@ export async function startWorker(
     temporalAddress: string;
     gatewayUrl: string;
     engines: InstanceConfig[];
+    /** Whether an engine may take new episodes (the gateway's health view). Default: every engine. */
+    isAvailable?: (instance: string) => boolean;
     store: TrajectoryStore;
     tasks: TaskCatalog;
     workflowBundle?: WorkflowBundleWithSourceMap;
@@ -171,7 +177,7 @@ export async function startWorker(
   const hostQueue = hostQueueOf(config.temporal.taskQueue, config.worker.hostId);
   const activities = createActivities({
     store: ctx.store,
-    admission: new AdmissionControl(schedulerDb, ctx.engines, config.admission),
+    admission: new AdmissionControl(schedulerDb, ctx.engines, config.admission, ctx.isAvailable),
     sandbox: createSandboxProvider({
       provider: config.sandbox.provider,
       rootDir: paths.sandboxes,

@@ -16,7 +16,7 @@ import { Outcome, Reward, Tokens, Turns } from './search-attributes.js';
  * episode id). Admission waits for capacity, so it heartbeats instead of timing out.
  */
 const control = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
+  startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 10 },
 });
 const admission = proxyActivities<Activities>({
@@ -26,10 +26,12 @@ const admission = proxyActivities<Activities>({
 });
 /**
  * Sandbox creation may fail for passing reasons (host busy, injected faults): retry with backoff.
- * Idempotent by episode id + attempt, so a retry after a lost answer finds the same sandbox.
+ * Idempotent by episode id + attempt, so a retry after a lost answer finds the same sandbox. It
+ * heartbeats, so a worker that dies while copying a large workspace is noticed in seconds.
  */
 const sandboxes = proxyActivities<Activities>({
   startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: '20 seconds',
   retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '10s', maximumAttempts: 5 },
 });
 

@@ -1,6 +1,7 @@
 import { canonicalKey, type ChatMessage, type Codec, type ParsedTurn, type ToolSpec } from '../codec/index.js';
 import type { TrajectoryStore } from '../../trajectory/index.js';
-import type { Backend } from '../backends/backend.js';
+import type { RouteCall, Router } from '../../scheduler/router.js';
+import { BackendError, type Backend, type GenerateRequest, type GenerateResult } from '../backends/backend.js';
 import { toolsKeyOf, type Chain } from './chain.js';
 import { planRequest, type ChainPlan } from './planner.js';
 import type { GatewaySession } from './session.js';
@@ -39,8 +40,10 @@ type BudgetResult = { kind: 'budget'; reason: BudgetReason; usage: TurnUsage };
 export interface TurnRunnerDeps {
   codec: Codec;
   store: TrajectoryStore;
-  /** The engine client for an instance name (the session's home instance). */
+  /** The engine client for an instance name. */
   backendFor(instance: string): Backend;
+  /** Chooses the instance of every generation. */
+  router: Router;
   /** The policy version engines currently serve. */
   policyVersion(): number;
 }
@@ -93,6 +96,47 @@ async function reserve(session: GatewaySession, input: TurnInput): Promise<Reser
 const NO_USAGE: TurnUsage = { promptTokens: 0, completionTokens: 0, cachedTokens: 0 };
 
 /**
+ * Generates on the instance the router chooses. An engine that fails (unreachable, 5xx) before any
+ * token went to `onTokens` (the client's stream) is taken out and the call sent to another healthy
+ * one with the same token ids: it only loses its cached prefix. Once tokens streamed, a failure is
+ * final.
+ */
+async function generateRouted(
+  deps: TurnRunnerDeps,
+  call: RouteCall,
+  request: GenerateRequest,
+): Promise<GenerateResult> {
+  const forward = request.onTokens;
+  const tried = new Set<string>();
+  let failure: unknown;
+  for (;;) {
+    const placement = tried.size < deps.router.maxAttempts ? deps.router.place(call, tried) : undefined;
+    // After a failover, the last engine's error says more than the lack of another engine.
+    if (!placement) throw failure ?? new BackendError('no healthy engine instance to generate on', 503);
+    let streamed = false;
+    try {
+      const result = await deps.backendFor(placement.instance).generate({
+        ...request,
+        onTokens:
+          forward &&
+          ((ids, logprobs) => {
+            streamed = true;
+            forward(ids, logprobs);
+          }),
+      });
+      deps.router.finished(placement, result.ids);
+      return result;
+    } catch (error) {
+      const engineDown = error instanceof BackendError && error.status >= 500 && !streamed;
+      deps.router.failed(placement, engineDown);
+      if (!engineDown) throw error;
+      tried.add(placement.instance);
+      failure = error;
+    }
+  }
+}
+
+/**
  * Runs one model call against a session: plan the chain, encode only what is new, generate with
  * token ids, and commit the turn (store first, then memory) — or leave everything as it was when
  * the generation is aborted or fails.
@@ -121,14 +165,19 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
 
     input.onPrompt?.(prompt.length);
     const started = performance.now();
-    const result = await deps.backendFor(homeInstance).generate({
-      promptIds: prompt,
-      maxTokens: Math.min(input.maxTokens ?? sampling.maxTokens, room),
-      temperature: input.temperature ?? sampling.temperature,
-      topP: input.topP ?? sampling.topP,
-      signal: input.signal,
-      onTokens: input.onTokens,
-    });
+    const maxTokens = Math.min(input.maxTokens ?? sampling.maxTokens, room);
+    const result = await generateRouted(
+      deps,
+      { chainId: `${session.record.sessionId}/${chain.index}`, promptIds: prompt, expectedOutputTokens: maxTokens, home: homeInstance },
+      {
+        promptIds: prompt,
+        maxTokens,
+        temperature: input.temperature ?? sampling.temperature,
+        topP: input.topP ?? sampling.topP,
+        signal: input.signal,
+        onTokens: input.onTokens,
+      },
+    );
     if (result.finishReason === 'abort') return { kind: 'aborted' };
 
     const sampledText = result.ids[result.ids.length - 1] === encoder.endOfTurnId ? result.ids.slice(0, -1) : result.ids;

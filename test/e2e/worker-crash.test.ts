@@ -30,8 +30,14 @@ describe('a worker killed in the middle of a batch', () => {
     let killedAt: number | undefined;
     // If the batch stalls, say where before the test times out.
     const watchdog = setTimeout(async () => {
-      const description = await handle.describe().catch((e: unknown) => String(e));
-      console.error('worker-crash test stalled', { killedAt, description, workers: workers.map((w) => w.output().slice(-2000)) });
+      const description = await handle.describe();
+      const children = await Promise.all(
+        (description.raw.pendingChildren ?? []).map(async (c) => {
+          const child = await stack!.client.workflow.getHandle(c.workflowId!).describe();
+          return { id: c.workflowId, pending: (child.raw.pendingActivities ?? []).map((a) => ({ type: a.activityType?.name, state: a.state, attempt: a.attempt, failure: a.lastFailure?.message })) };
+        }),
+      );
+      console.error('worker-crash test stalled', JSON.stringify({ killedAt, children, workers: workers.map((w) => w.output().slice(-2000)) }, null, 2));
     }, 150_000);
     const manifest = await followBatch(
       handle,

@@ -1,0 +1,168 @@
+import { HomePolicy } from './home-policy.js';
+import { InstanceRegistry, REGISTRY_DEFAULTS, type InFlightCall, type RegisteredInstance, type RegistryOptions } from './registry.js';
+import { IncrementalHasher, DEFAULT_BLOCK_SIZE } from './routing/block-hash.js';
+import { createPolicy, POLICY_NAMES, type PolicyName, type PolicyOptionsByName } from './routing/policies/index.js';
+import { PrefixIndex } from './routing/prefix-index.js';
+import type { BlockHash, PrefixLookup, RouteDecision, RouteRequest, RoutingPolicy } from './routing/types.js';
+
+/** What a prefix index may take from the router beyond lookups; the router feeds what it has. */
+export interface PrefixIndexUpdates {
+  /** `instance` now holds these blocks (a prompt routed there, or prompt + output once finished). */
+  insert(instance: string, blocks: readonly BlockHash[]): void;
+  /** The instance went down: its cache is gone (it may come back restarted). */
+  dropInstance(instance: string): void;
+}
+
+export type RouterPrefixIndex = PrefixLookup & Partial<PrefixIndexUpdates>;
+
+export interface RouterOptions {
+  /** Tokens per block of the hashes `blockHashes` returns. Default 64. */
+  blockSize?: number;
+  /**
+   * Chained block hashes of a chain's tokens (its prompt, later prompt + output); full blocks only.
+   * Default: none (`[]`), so prefix-aware policies see no matches.
+   */
+  blockHashes?: (chainId: string, tokens: readonly number[]) => readonly BlockHash[];
+  /** Engines one generation may be sent to, the first included, before its failure is final. Default 3. */
+  maxAttempts?: number;
+}
+
+/** One model call to place. */
+export interface RouteCall {
+  /** The chain (trajectory) the call continues. */
+  chainId: string;
+  promptIds: readonly number[];
+  /** Output tokens expected (the call's max_tokens). */
+  expectedOutputTokens: number;
+  /** The episode's home instance (admission's choice), if any. */
+  home?: string;
+}
+
+/** A call placed on an instance and counted in its in-flight load until finished or failed. */
+export interface Placement extends RouteDecision {
+  readonly request: RouteRequest;
+  readonly promptIds: readonly number[];
+  readonly inFlight: InFlightCall;
+}
+
+/**
+ * Places model calls on engine instances: offers the healthy ones (with their load and memory) to
+ * the policy, counts each call in flight until it ends, keeps the prefix index fed, and takes an
+ * instance out when a call finds it dead. The retry elsewhere is the caller's (it knows whether
+ * tokens already reached its client).
+ */
+export class Router {
+  readonly maxAttempts: number;
+  private readonly blockSize: number;
+  private readonly blockHashes: (chainId: string, tokens: readonly number[]) => readonly BlockHash[];
+
+  constructor(
+    readonly registry: InstanceRegistry,
+    readonly policy: RoutingPolicy,
+    private readonly prefix: RouterPrefixIndex,
+    options: RouterOptions = {},
+  ) {
+    this.blockSize = options.blockSize ?? DEFAULT_BLOCK_SIZE;
+    this.blockHashes = options.blockHashes ?? (() => []);
+    this.maxAttempts = options.maxAttempts ?? 3;
+    registry.onDown((instance) => {
+      policy.onInstanceDown?.(instance);
+      prefix.dropInstance?.(instance);
+    });
+  }
+
+  /** Starts the registry's health checks and metrics scrapes. */
+  start(): void {
+    this.registry.start();
+  }
+
+  close(): Promise<void> {
+    return this.registry.close();
+  }
+
+  /**
+   * Chooses a healthy instance not in `exclude` (those the call already failed on) and counts the
+   * call there; undefined when there is none.
+   */
+  place(call: RouteCall, exclude: ReadonlySet<string> = new Set()): Placement | undefined {
+    const candidates = this.registry.views().filter((v) => v.healthy && !exclude.has(v.name));
+    if (candidates.length === 0) return undefined;
+    const request: RouteRequest = {
+      chainId: call.chainId,
+      // Copied: a hasher may reuse its array for the chain's next call.
+      blocks: [...this.blockHashes(call.chainId, call.promptIds)],
+      blockSize: this.blockSize,
+      promptTokens: call.promptIds.length,
+      expectedOutputTokens: call.expectedOutputTokens,
+      home: call.home,
+    };
+    const decision = this.policy.route(request, candidates, this.prefix);
+    if (!candidates.some((v) => v.name === decision.instance)) {
+      throw new Error(`routing policy ${this.policy.name} chose ${decision.instance}, which it was not offered`);
+    }
+    this.prefix.insert?.(decision.instance, request.blocks);
+    const inFlight = this.registry.begin(decision.instance, request.promptTokens + request.expectedOutputTokens);
+    return { ...decision, request, promptIds: call.promptIds, inFlight };
+  }
+
+  /** The call ended on its instance (finished or aborted) with `sampledIds`, now cached there too. */
+  finished(placement: Placement, sampledIds: readonly number[]): void {
+    this.release(placement);
+    if (this.prefix.insert && sampledIds.length > 0) {
+      this.prefix.insert(placement.instance, this.blockHashes(placement.request.chainId, [...placement.promptIds, ...sampledIds]));
+    }
+  }
+
+  /**
+   * The call failed. When the engine did not answer (`engineDown`), the instance is taken out and
+   * checked at once: a live engine that failed one request is back as soon as its check passes.
+   */
+  failed(placement: Placement, engineDown: boolean): void {
+    this.release(placement);
+    if (!engineDown) return;
+    this.registry.markDown(placement.instance);
+    void this.registry.checkHealth(placement.instance);
+  }
+
+  private release(placement: Placement): void {
+    this.registry.end(placement.inFlight);
+    this.policy.onFinished?.(placement.request, placement.instance);
+  }
+}
+
+/** The benchmarked policies (scheduler/routing/policies) and `home` (scheduler/home-policy.ts). */
+export const ROUTER_POLICY_NAMES: readonly [RouterPolicyName, ...RouterPolicyName[]] = ['home', ...POLICY_NAMES];
+export type RouterPolicyName = PolicyName | 'home';
+
+/** Configuration of the production router (`createRouter`); every key optional. */
+export interface RoutingOptions extends Omit<RegistryOptions, 'now'> {
+  /** The policy, by name (`ROUTER_POLICY_NAMES`). Default `ours`. */
+  policy?: RouterPolicyName;
+  /** The policy's thresholds (its `…Options`); unknown keys are ignored. Default `{}`: its defaults. */
+  policyOptions?: Record<string, number>;
+  /** Tokens per block of the prefix index. Default 64. */
+  blockSize?: number;
+  /** Engines one generation may be sent to, the first included, before its failure is final. Default 3. */
+  maxAttempts?: number;
+}
+
+export const ROUTING_DEFAULTS = {
+  ...REGISTRY_DEFAULTS,
+  policy: 'ours',
+  blockSize: DEFAULT_BLOCK_SIZE,
+  maxAttempts: 3,
+} as const satisfies Required<Omit<RoutingOptions, 'policyOptions'>>;
+
+/** A router: the named policy, a prefix index bounded by each instance's KV capacity, health checks and metrics. */
+export function createRouter(instances: readonly RegisteredInstance[], options: RoutingOptions = {}): Router {
+  const { policy, policyOptions, blockSize, maxAttempts, ...registryOptions } = { ...ROUTING_DEFAULTS, ...options };
+  const index = new PrefixIndex(blockSize);
+  for (const i of instances) if (i.kvCapacityTokens !== undefined) index.setCapacity(i.name, i.kvCapacityTokens);
+  const hasher = new IncrementalHasher({ blockSize });
+  return new Router(
+    new InstanceRegistry(instances, registryOptions),
+    policy === 'home' ? new HomePolicy() : createPolicy(policy, (policyOptions ?? {}) as PolicyOptionsByName[PolicyName]),
+    index,
+    { blockSize, maxAttempts, blockHashes: (chainId, ids) => hasher.hashes(chainId, ids) },
+  );
+}

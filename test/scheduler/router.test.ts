@@ -1,0 +1,127 @@
+import { describe, expect, it } from 'vitest';
+import { InstanceRegistry } from '../../scheduler/registry.js';
+import { createRouter, Router, type RouteCall, type RouterPrefixIndex } from '../../scheduler/router.js';
+import type { BlockHash, InstanceView, RouteRequest, RoutingPolicy } from '../../scheduler/routing/types.js';
+
+/** Nothing listens there: health checks fail at once. */
+const DEAD = 'http://127.0.0.1:1';
+const instances = ['a', 'b', 'c'].map((name) => ({ name, kind: 'vllm' as const, url: DEAD, kvCapacityTokens: 10_000 }));
+
+/** Test policy: the call's home if offered, else the first instance offered; records what it saw. */
+class RecordingPolicy implements RoutingPolicy {
+  readonly name = 'recording';
+  offered: string[][] = [];
+  finished: string[] = [];
+  down: string[] = [];
+  route(request: RouteRequest, views: readonly InstanceView[]) {
+    this.offered.push(views.map((v) => v.name));
+    const pick = views.find((v) => v.name === request.home) ?? views[0]!;
+    return { instance: pick.name, expectedCachedTokens: 0 };
+  }
+  onFinished(_request: RouteRequest, instance: string): void {
+    this.finished.push(instance);
+  }
+  onInstanceDown(instance: string): void {
+    this.down.push(instance);
+  }
+}
+
+/** Test index recording what the router feeds it. */
+class RecordingIndex implements RouterPrefixIndex {
+  inserted: [string, BlockHash[]][] = [];
+  dropped: string[] = [];
+  matchedBlocks(): number {
+    return 0;
+  }
+  insert(instance: string, blocks: readonly BlockHash[]): void {
+    this.inserted.push([instance, [...blocks]]);
+  }
+  dropInstance(instance: string): void {
+    this.dropped.push(instance);
+  }
+}
+
+function setup() {
+  const registry = new InstanceRegistry(instances);
+  const policy = new RecordingPolicy();
+  const index = new RecordingIndex();
+  // One "block" per 2 tokens, hashed as their sum: easy to read back.
+  const blockHashes = (_chain: string, ids: readonly number[]) =>
+    Array.from({ length: Math.floor(ids.length / 2) }, (_, i) => ids[2 * i]! + ids[2 * i + 1]!);
+  const router = new Router(registry, policy, index, { blockSize: 2, blockHashes, maxAttempts: 2 });
+  return { registry, policy, index, router };
+}
+
+const call = (home?: string): RouteCall => ({ chainId: 's/0', promptIds: [1, 2, 3, 4, 5], expectedOutputTokens: 10, home });
+
+describe('router', () => {
+  it('counts a placed call in flight on its instance until it finishes, and feeds the prefix index', () => {
+    const { registry, policy, index, router } = setup();
+    const placement = router.place(call('b'))!;
+    expect(placement).toMatchObject({ instance: 'b', request: { chainId: 's/0', blocks: [3, 7], blockSize: 2, promptTokens: 5, expectedOutputTokens: 10, home: 'b' } });
+    expect(registry.views().find((v) => v.name === 'b')).toMatchObject({ inFlightRequests: 1, inFlightTokens: 15 });
+    router.finished(placement, [6, 7]);
+    expect(registry.views().every((v) => v.inFlightRequests === 0 && v.inFlightTokens === 0)).toBe(true);
+    expect(policy.finished).toEqual(['b']);
+    // The prompt when routed, then prompt + output once generated.
+    expect(index.inserted).toEqual([
+      ['b', [3, 7]],
+      ['b', [3, 7, 11]],
+    ]);
+  });
+
+  it('offers healthy instances the call has not failed on, and takes out an engine that did not answer', () => {
+    const { registry, policy, index, router } = setup();
+    registry.markDown('c');
+    expect(policy.down).toEqual(['c']);
+    expect(index.dropped).toEqual(['c']);
+    const first = router.place(call('a'))!;
+    router.failed(first, true);
+    expect(registry.isHealthy('a')).toBe(false);
+    expect(policy.down).toEqual(['c', 'a']);
+    const retry = router.place(call('a'), new Set(['a']))!;
+    expect(retry.instance).toBe('b');
+    expect(policy.offered).toEqual([['a', 'b'], ['b']]);
+    expect(router.place(call('a'), new Set(['b']))).toBeUndefined();
+    router.finished(retry, []);
+    expect(policy.finished).toEqual(['a', 'b']);
+  });
+
+  it('keeps an instance in when a call failed for another reason', () => {
+    const { registry, router } = setup();
+    const placement = router.place(call('a'))!;
+    router.failed(placement, false);
+    expect(registry.isHealthy('a')).toBe(true);
+    expect(registry.views()[0]).toMatchObject({ inFlightRequests: 0 });
+  });
+
+  it('refuses a policy decision outside the instances offered', () => {
+    const registry = new InstanceRegistry(instances);
+    const rogue: RoutingPolicy = { name: 'rogue', route: () => ({ instance: 'z', expectedCachedTokens: 0 }) };
+    expect(() => new Router(registry, rogue, { matchedBlocks: () => 0 }).place(call())).toThrow(/rogue chose z/);
+  });
+
+  it('wires the configured policy with a prefix index: a chain stays where its prefix is', () => {
+    const router = createRouter(instances, { policy: 'ours', blockSize: 4 });
+    const prompt = Array.from({ length: 40 }, (_, i) => i + 1);
+    const first = router.place({ chainId: 'x/0', promptIds: prompt, expectedOutputTokens: 8 })!;
+    // Another chain arriving meanwhile goes where no load is.
+    const other = router.place({ chainId: 'y/0', promptIds: prompt.map((t) => t + 1000), expectedOutputTokens: 8 })!;
+    expect(other.instance).not.toBe(first.instance);
+    router.finished(other, [7, 7, 7, 7]);
+    router.finished(first, [9, 9, 9, 9]);
+    const next = router.place({ chainId: 'x/0', promptIds: [...prompt, 9, 9, 9, 9, 5, 5, 5, 5], expectedOutputTokens: 8 })!;
+    expect(next).toMatchObject({ instance: first.instance, expectedCachedTokens: 44 });
+    expect(next.request.blocks).toHaveLength(12);
+  });
+
+  it("routes by the episode's home with the `home` policy, and by least in-flight tokens without one", () => {
+    const router = createRouter(instances, { policy: 'home' });
+    const busy = router.place({ chainId: 'h/0', promptIds: [1, 2, 3], expectedOutputTokens: 5, home: 'b' })!;
+    expect(busy.instance).toBe('b');
+    router.registry.markDown('b');
+    const moved = router.place({ chainId: 'h/0', promptIds: [1, 2, 3], expectedOutputTokens: 5, home: 'b' })!;
+    expect(moved.instance).toBe('a');
+    expect(router.place({ chainId: 'k/0', promptIds: [1], expectedOutputTokens: 1 })!.instance).toBe('c');
+  });
+});
