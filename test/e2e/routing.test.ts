@@ -1,30 +1,21 @@
 import type { FastifyInstance } from 'fastify';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from 'vitest';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
-import { buildGateway, type EngineInstance } from '../../gateway/server.js';
+import type { EngineInstance } from '../../gateway/server.js';
 import { createRouter, type Router } from '../../scheduler/router.js';
-import { TrajectoryStore } from '../../trajectory/index.js';
+import type { TrajectoryStore } from '../../trajectory/index.js';
+import { openTestSession, SHELL_TOOLS, startTestGateway, tempStore, widgetScript } from '../helpers/gateway.js';
 import { testCodec } from '../helpers/stack.js';
 
-const ADMIN = 'test-admin-token';
 const FULL_KV = 16_384;
-const tools = [{ type: 'function', function: { name: 'shell', parameters: { type: 'object', properties: { command: { type: 'string' } } } } }];
+const tools = SHELL_TOOLS;
 const script = {
   wanderProbability: 0,
   tasks: [
-    {
-      taskId: 'widget',
-      match: 'Fix the widget',
-      solve: [
-        { thought: 'List the files first.', tool: { name: 'shell', arguments: { command: 'ls' } } },
-        { thought: 'Read the widget.', tool: { name: 'shell', arguments: { command: 'cat widget.py' } } },
-        { thought: 'Run the tests.', tool: { name: 'shell', arguments: { command: 'pytest' } } },
-        { thought: 'Done now.', tool: null, content: 'The widget is fixed.' },
-      ],
-    },
+    widgetScript([
+      { thought: 'Run the tests.', tool: { name: 'shell', arguments: { command: 'pytest' } } },
+      { thought: 'Done now.', tool: null, content: 'The widget is fixed.' },
+    ]),
     // A long answer that keeps its engine's KV reserved while it is (slowly) generated.
     { taskId: 'hog', match: 'HOG-HOG-HOG', solve: [{ thought: 'Hold.', tool: null, content: 'la '.repeat(3000) }] },
   ],
@@ -49,29 +40,7 @@ function placements(from = 0): { chainId: string; instance: string }[] {
   });
 }
 
-async function openSession(sessionId: string): Promise<string> {
-  const r = await fetch(`${url}/admin/v1/sessions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` },
-    body: JSON.stringify({
-      sessionId,
-      episodeId: sessionId,
-      attempt: 0,
-      info: {
-        batchId: 'b',
-        taskId: 'widget',
-        groupId: 'b.g0',
-        episodeIndex: 0,
-        agentName: 'test',
-        homeInstance: 'e0',
-        budgets: { maxTurns: 10, maxContextTokens: 32_768, maxWallTimeMs: 600_000 },
-        sampling: { temperature: 1, topP: 1, maxTokens: 512 },
-      },
-    }),
-  });
-  expect(r.status).toBe(200);
-  return ((await r.json()) as { key: string }).key;
-}
+const openSession = (sessionId: string) => openTestSession(url, sessionId);
 
 /** One agent episode driven turn by turn: each call resends the whole conversation. */
 class Episode {
@@ -128,11 +97,8 @@ beforeAll(async () => {
   // no periodic health check runs after the first: only failed calls can take an engine out.
   router = createRouter(engines, { metricsMaxAgeMs: 10 * 60_000, healthIntervalMs: 10 * 60_000 });
   place = vi.spyOn(router, 'place');
-  store = TrajectoryStore.open(path.join(mkdtempSync(path.join(os.tmpdir(), 'routing-')), 'store.sqlite'));
-  gateway = await buildGateway({ codec, store, engines, modelName: 'Qwen/Qwen3-8B', adminToken: ADMIN, router });
-  await gateway.listen({ host: '127.0.0.1', port: 0 });
-  const address = gateway.server.address();
-  url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  store = tempStore('routing-');
+  ({ gateway, url } = await startTestGateway(store, engines, router));
 
   // Fill e3: a request reserving nearly all its KV (prompt + max_tokens) for minutes.
   const prompt = codec.encoder.encodeFirst([{ role: 'user', content: 'HOG-HOG-HOG' }], undefined);

@@ -2,10 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
 import type { TrajectoryStore } from '../../trajectory/index.js';
-import { openTestSession, sessionInfo, startTestGateway, tempStore } from '../helpers/gateway.js';
+import { openTestSession, sessionInfo, SHELL_TOOLS, startTestGateway, tempStore } from '../helpers/gateway.js';
 import { testCodec } from '../helpers/stack.js';
 
-const tools = [{ type: 'function', function: { name: 'shell', parameters: { type: 'object', properties: { command: { type: 'string' } } } } }];
+const tools = SHELL_TOOLS;
 const script = {
   wanderProbability: 0,
   tasks: [

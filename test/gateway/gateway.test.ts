@@ -2,26 +2,12 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
 import type { TrajectoryStore } from '../../trajectory/index.js';
-import { closeTestSession, openTestSession, sessionInfo, startTestGateway, tempStore } from '../helpers/gateway.js';
+import { closeTestSession, openTestSession, sessionInfo, SHELL_TOOLS, startTestGateway, tempStore, widgetScript } from '../helpers/gateway.js';
 import { readSseData } from '../../gateway/backends/sse.js';
 import { testCodec } from '../helpers/stack.js';
 
-const tools = [{ type: 'function', function: { name: 'shell', parameters: { type: 'object', properties: { command: { type: 'string' } } } } }];
-const script = {
-  wanderProbability: 0,
-  tasks: [
-    {
-      taskId: 'widget',
-      match: 'Fix the widget',
-      solve: [
-        { thought: 'List the files first.', tool: { name: 'shell', arguments: { command: 'ls' } } },
-        { thought: 'Read the widget.', tool: { name: 'shell', arguments: { command: 'cat widget.py' } } },
-        { thought: 'Done now.', tool: null, content: 'The widget is fixed.' },
-      ],
-      wander: [{ thought: 'Give up.', tool: null, content: 'No.' }],
-    },
-  ],
-};
+const tools = SHELL_TOOLS;
+const script = { wanderProbability: 0, tasks: [widgetScript()] };
 
 let engine: EngineSim;
 /** Slow enough (20x real time) that a client can leave mid-generation. */

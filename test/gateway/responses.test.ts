@@ -5,7 +5,7 @@ import { canonicalKey } from '../../gateway/codec/index.js';
 import { lowerInput, lowerTools } from '../../gateway/protocols/openai-responses-lower.js';
 import { ResponsesRequest } from '../../gateway/protocols/openai-responses-schema.js';
 import type { TrajectoryStore } from '../../trajectory/index.js';
-import { openTestSession, sessionInfo, startTestGateway, tempStore } from '../helpers/gateway.js';
+import { openTestSession, sessionInfo, startTestGateway, tempStore, widgetScript } from '../helpers/gateway.js';
 import { testCodec } from '../helpers/stack.js';
 
 const shellTool = { type: 'function', name: 'shell', description: 'Run a command.', strict: false, parameters: { type: 'object', properties: { command: { type: 'string' } }, $schema: 'http://json-schema.org/draft-07/schema#' } };
@@ -13,15 +13,7 @@ const tools = [shellTool];
 const script = {
   wanderProbability: 0,
   tasks: [
-    {
-      taskId: 'widget',
-      match: 'Fix the widget',
-      solve: [
-        { thought: 'List the files first.', tool: { name: 'shell', arguments: { command: 'ls' } } },
-        { thought: 'Read the widget.', tool: { name: 'shell', arguments: { command: 'cat widget.py' } } },
-        { thought: 'Done now.', tool: null, content: 'The widget is fixed.' },
-      ],
-    },
+    widgetScript(),
     {
       taskId: 'gadget',
       match: 'Patch the gadget',

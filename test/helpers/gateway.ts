@@ -3,11 +3,34 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'vitest';
-import { buildGateway, type EngineInstance } from '../../gateway/server.js';
+import { buildGateway, type EngineInstance, type GatewayOptions } from '../../gateway/server.js';
 import { TrajectoryStore, type SessionInfo } from '../../trajectory/index.js';
 import { testCodec } from './stack.js';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token';
+
+/** The shell tool the test scripts call, as an OpenAI function tool. */
+export const SHELL_TOOLS = [
+  { type: 'function', function: { name: 'shell', parameters: { type: 'object', properties: { command: { type: 'string' } } } } },
+];
+
+/** A scripted task ("Fix the widget") for gateway tests: two shell turns, then `finalTurns`. */
+export function widgetScript(
+  finalTurns: { thought: string; tool: { name: string; arguments: Record<string, unknown> } | null; content?: string }[] = [
+    { thought: 'Done now.', tool: null, content: 'The widget is fixed.' },
+  ],
+) {
+  return {
+    taskId: 'widget',
+    match: 'Fix the widget',
+    solve: [
+      { thought: 'List the files first.', tool: { name: 'shell', arguments: { command: 'ls' } } },
+      { thought: 'Read the widget.', tool: { name: 'shell', arguments: { command: 'cat widget.py' } } },
+      ...finalTurns,
+    ],
+    wander: [{ thought: 'Give up.', tool: null, content: 'No.' }],
+  };
+}
 
 /** A session's info with test defaults (10 turns, 32k context, home `e0`). */
 export function sessionInfo(overrides: Partial<SessionInfo> & { maxTurns?: number } = {}): SessionInfo {
@@ -32,8 +55,12 @@ export function tempStore(prefix: string): TrajectoryStore {
 }
 
 /** A real gateway on a free port of 127.0.0.1, over the given engines and store. */
-export async function startTestGateway(store: TrajectoryStore, engines: EngineInstance[]): Promise<{ gateway: FastifyInstance; url: string }> {
-  const gateway = await buildGateway({ codec: await testCodec(), store, engines, modelName: 'Qwen/Qwen3-8B', adminToken: TEST_ADMIN_TOKEN });
+export async function startTestGateway(
+  store: TrajectoryStore,
+  engines: EngineInstance[],
+  router?: GatewayOptions['router'],
+): Promise<{ gateway: FastifyInstance; url: string }> {
+  const gateway = await buildGateway({ codec: await testCodec(), store, engines, modelName: 'Qwen/Qwen3-8B', adminToken: TEST_ADMIN_TOKEN, router });
   await gateway.listen({ host: '127.0.0.1', port: 0 });
   const address = gateway.server.address();
   return { gateway, url: `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}` };
