@@ -55,18 +55,26 @@ async function main(): Promise<void> {
   const episode = (i: number): EpisodeInput => ({ batchId: 'bench', groupId: 'bench.g0', taskSource: 'builtin', taskId: 'noop', episodeIndex: i, agentName: 'noop', limits, sampling });
 
   console.log(`orchestration benchmark: ${EPISODES} trivial episodes (${EPISODE_ACTIVITIES} no-op activities each), Temporal dev server ${server.address}, ${os.cpus().length} cores`);
+  let started = 0;
   const startAll = (workflow: string, args: (i: number) => unknown[]) =>
-    Promise.all(Array.from({ length: EPISODES }, (_, i) => client.workflow.execute(workflow, { taskQueue: TASK_QUEUE, workflowId: `${workflow}-${run}-${i}`, args: args(i) })));
+    Promise.all(Array.from({ length: EPISODES }, (_, i) => client.workflow.execute(workflow, { taskQueue: TASK_QUEUE, workflowId: `${workflow}-${run}-${started++}`, args: args(i) })));
 
   // Warm-up: the first workflows pay for worker start-up and sticky caches.
   await Promise.all(Array.from({ length: 10 }, (_, i) => client.workflow.execute('baselineWorkflow', { taskQueue: TASK_QUEUE, workflowId: `warm-${run}-${i}`, args: [EPISODE_ACTIVITIES] })));
 
-  const baseline = await timed(`baseline: bare workflow, ${EPISODE_ACTIVITIES} no-op activities`, () => startAll('baselineWorkflow', () => [EPISODE_ACTIVITIES]));
-  const episodes = await timed('episode workflows, started by the client', () => startAll('episodeWorkflow', (i) => [episode(i)]));
-  const batchInput: BatchInput = { batchId: `bench-batch-${run}`, taskSource: 'builtin', taskIds: Array.from({ length: EPISODES / 4 }, (_, i) => `t${i}`), n: 4, agentName: 'noop', concurrency: 64, filterUniformGroups: false, limits, sampling };
-  const batch = await timed('episodes fanned out by one batch workflow', () => client.workflow.execute('batchWorkflow', { taskQueue: TASK_QUEUE, workflowId: batchInput.batchId, args: [batchInput] }));
-  console.log(`ratio episode/baseline throughput: ${(baseline / episodes).toFixed(2)}`);
-  console.log(`ratio batch/baseline throughput:   ${(baseline / batch).toFixed(2)}`);
+  // Rounds alternate the three so that server warm-up and a growing database weigh on each alike.
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 2);
+  const totals = { baseline: 0, episodes: 0, batch: 0 };
+  for (let round = 0; round < rounds; round++) {
+    console.log(`round ${round + 1} of ${rounds}`);
+    totals.baseline += await timed(`baseline: bare workflow, ${EPISODE_ACTIVITIES} no-op activities`, () => startAll('baselineWorkflow', () => [EPISODE_ACTIVITIES]));
+    totals.episodes += await timed('episode workflows, started by the client', () => startAll('episodeWorkflow', (i) => [episode(i)]));
+    const batchInput: BatchInput = { batchId: `bench-batch-${run}-${round}`, taskSource: 'builtin', taskIds: Array.from({ length: EPISODES / 4 }, (_, i) => `t${i}`), n: 4, agentName: 'noop', concurrency: 64, filterUniformGroups: false, limits, sampling };
+    totals.batch += await timed('episodes fanned out by one batch workflow', () => client.workflow.execute('batchWorkflow', { taskQueue: TASK_QUEUE, workflowId: batchInput.batchId, args: [batchInput] }));
+  }
+  console.log(`over ${rounds} rounds: baseline ${((EPISODES * rounds) / totals.baseline).toFixed(1)} episodes/s, episode ${((EPISODES * rounds) / totals.episodes).toFixed(1)}, batch ${((EPISODES * rounds) / totals.batch).toFixed(1)}`);
+  console.log(`ratio episode/baseline throughput: ${(totals.baseline / totals.episodes).toFixed(2)}`);
+  console.log(`ratio batch/baseline throughput:   ${(totals.baseline / totals.batch).toFixed(2)}`);
 
   for (const w of workers) w.shutdown();
   await running;
