@@ -1,6 +1,12 @@
 import { defaultModelDir, loadModelFiles } from '../../gateway/codec/model-files.js';
 import { createTokenizer, type TextTokenizer } from '../../gateway/codec/tokenizer.js';
-import type { PolicyScriptInput } from '../../engine-sim/index.js';
+import { afterEach, beforeAll } from 'vitest';
+import {
+  startEngineSim,
+  type EngineSim,
+  type EngineSimOptions,
+  type PolicyScriptInput,
+} from '../../engine-sim/index.js';
 
 export async function loadTokenizer(): Promise<TextTokenizer> {
   return createTokenizer(await loadModelFiles(defaultModelDir()));
@@ -127,4 +133,38 @@ export async function readSse(res: Response): Promise<unknown[]> {
     events.push(data === '[DONE]' ? data : JSON.parse(data));
   }
   return events;
+}
+
+/**
+ * Simulated engines for one test file: the tokenizer is loaded once, and every engine started
+ * with `start` is closed after each test. Engines use `SCRIPT`, time scale 0 and `seed` unless
+ * the test says otherwise.
+ */
+export function useEngineSims(seed: number): {
+  tokenizer: () => TextTokenizer;
+  start: (options?: Partial<EngineSimOptions>) => Promise<EngineSim>;
+} {
+  let tk: TextTokenizer;
+  const sims: EngineSim[] = [];
+  beforeAll(async () => {
+    tk = await loadTokenizer();
+  });
+  afterEach(async () => {
+    // A test may have closed one itself (to kill an engine): closing again is not an error.
+    await Promise.all(sims.splice(0).map((s) => s.close().catch(() => undefined)));
+  });
+  return {
+    tokenizer: () => tk,
+    async start(options = {}) {
+      const sim = await startEngineSim({
+        tokenizer: tk,
+        script: SCRIPT,
+        timeScale: 0,
+        seed,
+        ...options,
+      });
+      sims.push(sim);
+      return sim;
+    },
+  };
 }

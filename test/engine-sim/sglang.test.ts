@@ -1,30 +1,14 @@
-import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import type { TextTokenizer } from '../../gateway/codec/tokenizer.js';
-import { startEngineSim, type EngineSim, type EngineSimOptions } from '../../engine-sim/index.js';
-import { SCRIPT, complete, firstPrompt, loadTokenizer, nextPrompt, readSse } from './helpers.js';
+import { type EngineSim } from '../../engine-sim/index.js';
+import { SCRIPT, complete, firstPrompt, nextPrompt, readSse, useEngineSims } from './helpers.js';
 
+const engines = useEngineSims(7);
+const { start } = engines;
 let tk: TextTokenizer;
-const sims: EngineSim[] = [];
-
-beforeAll(async () => {
-  tk = await loadTokenizer();
+beforeAll(() => {
+  tk = engines.tokenizer();
 });
-
-afterEach(async () => {
-  await Promise.all(sims.splice(0).map((s) => s.close()));
-});
-
-async function start(options: Partial<EngineSimOptions> = {}): Promise<EngineSim> {
-  const sim = await startEngineSim({
-    tokenizer: tk,
-    script: SCRIPT,
-    timeScale: 0,
-    seed: 7,
-    ...options,
-  });
-  sims.push(sim);
-  return sim;
-}
 
 const TASK = 'Fix the failing test in calc.py';
 const SOLVE_0 =

@@ -1,35 +1,36 @@
-import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startEngineSim, type EngineSim, type EngineSimOptions } from '../../engine-sim/index.js';
-import { BackendError, type Backend, type BackendKind, type GenerateResult } from '../../gateway/backends/backend.js';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { type EngineSim } from '../../engine-sim/index.js';
+import {
+  BackendError,
+  type Backend,
+  type BackendKind,
+  type GenerateResult,
+} from '../../gateway/backends/backend.js';
 import { createBackend } from '../../gateway/backends/index.js';
 import { SglangBackend } from '../../gateway/backends/sglang.js';
 import { VllmBackend } from '../../gateway/backends/vllm.js';
 import type { TextTokenizer } from '../../gateway/codec/tokenizer.js';
-import { SCRIPT, firstPrompt, loadTokenizer, nextPrompt } from '../engine-sim/helpers.js';
+import { firstPrompt, nextPrompt, useEngineSims } from '../engine-sim/helpers.js';
 
 const MODEL = 'Qwen/Qwen3-8B';
 const TASK = 'Fix the failing test in calc.py';
-const LONG = { tasks: [{ taskId: 'long', match: 'long', solve: [{ thought: 'word '.repeat(3000), tool: null }] }], wanderProbability: 0 };
+const LONG = {
+  tasks: [
+    { taskId: 'long', match: 'long', solve: [{ thought: 'word '.repeat(3000), tool: null }] },
+  ],
+  wanderProbability: 0,
+};
 const KINDS: BackendKind[] = ['vllm', 'sglang'];
 
+const engines = useEngineSims(11);
+const { start } = engines;
 let tk: TextTokenizer;
-const sims: EngineSim[] = [];
-
-beforeAll(async () => {
-  tk = await loadTokenizer();
+beforeAll(() => {
+  tk = engines.tokenizer();
 });
 
-afterEach(async () => {
-  await Promise.all(sims.splice(0).map((s) => s.close()));
-});
-
-async function start(options: Partial<EngineSimOptions> = {}): Promise<EngineSim> {
-  const sim = await startEngineSim({ tokenizer: tk, script: SCRIPT, timeScale: 0, seed: 11, ...options });
-  sims.push(sim);
-  return sim;
-}
-
-const backend = (kind: BackendKind, sim: EngineSim): Backend => createBackend({ kind, url: sim.url }, MODEL);
+const backend = (kind: BackendKind, sim: EngineSim): Backend =>
+  createBackend({ kind, url: sim.url }, MODEL);
 
 /** Two turns of the scripted task, each prompt extending the last with what was sampled. */
 async function episode(b: Backend): Promise<GenerateResult[]> {
@@ -53,7 +54,9 @@ describe('VllmBackend and SglangBackend against engine-sim', () => {
     const vllm = await episode(backend('vllm', await start()));
     const sglang = await episode(backend('sglang', await start()));
     // SGLang's incremental streaming mode delivers the same tokens in smaller chunks.
-    const incremental = await episode(backend('sglang', await start({ sglangIncrementalStreaming: true })));
+    const incremental = await episode(
+      backend('sglang', await start({ sglangIncrementalStreaming: true })),
+    );
     for (const turns of [sglang, incremental]) expect(turns).toEqual(vllm);
     const [turn0, turn1] = vllm as [GenerateResult, GenerateResult];
     expect(turn0.ids.length).toBeGreaterThan(10);
@@ -110,14 +113,20 @@ describe('VllmBackend and SglangBackend against engine-sim', () => {
     expect(result.finishReason).toBe('abort');
     expect(result.ids.length).toBe(received);
     expect(result.logprobs).toHaveLength(received);
-    await vi.waitFor(() => expect(sim.stats()).toMatchObject({ requestsAborted: 1, running: 0, kvUsedTokens: 0 }), {
-      timeout: 10_000,
-      interval: 20,
-    });
+    await vi.waitFor(
+      () => expect(sim.stats()).toMatchObject({ requestsAborted: 1, running: 0, kvUsedTokens: 0 }),
+      {
+        timeout: 10_000,
+        interval: 20,
+      },
+    );
     expect(sim.stats().requestsFinished).toBe(0);
     // SGLang is also told by rid, so the request ends even where a disconnect goes unnoticed.
     if (kind === 'sglang') {
-      await vi.waitFor(() => expect(sim.stats().abortRequestsReceived).toBe(1), { timeout: 10_000, interval: 20 });
+      await vi.waitFor(() => expect(sim.stats().abortRequestsReceived).toBe(1), {
+        timeout: 10_000,
+        interval: 20,
+      });
     }
   });
 
@@ -137,15 +146,17 @@ describe('VllmBackend and SglangBackend against engine-sim', () => {
   it.each(KINDS)('%s: engine errors become BackendErrors', async (kind) => {
     const sim = await start({ kvCapacityTokens: 1024 });
     const b = backend(kind, sim);
-    const ask = (promptIds: number[], maxTokens = 50) => b.generate({ promptIds, maxTokens, temperature: 1, topP: 1 });
+    const ask = (promptIds: number[], maxTokens = 50) =>
+      b.generate({ promptIds, maxTokens, temperature: 1, topP: 1 });
     // A 400 for a malformed prompt.
-    await expect(ask([1, -5])).rejects.toSatisfy((e) => e instanceof BackendError && /400/.test(e.message));
+    await expect(ask([1, -5])).rejects.toSatisfy(
+      (e) => e instanceof BackendError && /400/.test(e.message),
+    );
     // Too long for the engine: a 400 from vLLM, an error event in a 200 stream from SGLang.
     await expect(ask(firstPrompt(tk, 'hi'), 2000)).rejects.toBeInstanceOf(BackendError);
     expect(sim.stats().requestsReceived).toBe(0);
     const url = sim.url;
     await sim.close();
-    sims.splice(sims.indexOf(sim), 1);
     const gone = createBackend({ kind, url }, MODEL);
     await expect(
       gone.generate({ promptIds: firstPrompt(tk, 'hi'), maxTokens: 5, temperature: 1, topP: 1 }),
