@@ -40,3 +40,12 @@ export class BackendError extends Error {
     super(message, options);
   }
 }
+
+/**
+ * The status a client gets for an engine's error answer: a 400 (a prompt too long for the engine)
+ * is the request's fault, so the client must not retry and the router must not fail over; anything
+ * else is the engine's, a 502 the client may retry.
+ */
+export function engineStatus(engineHttpStatus: number): number {
+  return engineHttpStatus === 400 ? 400 : 502;
+}

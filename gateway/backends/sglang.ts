@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { BackendError, type Backend, type GenerateRequest, type GenerateResult } from './backend.js';
+import { BackendError, engineStatus, type Backend, type GenerateRequest, type GenerateResult } from './backend.js';
 import { readSseData } from './sse.js';
 
 /** SGLang's logprob entry: [logprob, token id, token text or null]. */
@@ -89,7 +89,7 @@ export class SglangBackend implements Backend {
         throw new BackendError(`engine ${url} unreachable`, 503, { cause: error });
       }
       if (!response.ok || !response.body) {
-        throw new BackendError(`engine ${url} answered ${response.status}: ${await response.text()}`, 502);
+        throw new BackendError(`engine ${url} answered ${response.status}: ${await response.text()}`, engineStatus(response.status));
       }
       let finish: z.output<typeof MetaInfoSchema>['finish_reason'] = null;
       try {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BackendError, type Backend, type GenerateRequest, type GenerateResult } from './backend.js';
+import { BackendError, engineStatus, type Backend, type GenerateRequest, type GenerateResult } from './backend.js';
 import { readSseData } from './sse.js';
 
 const ChoiceSchema = z.object({
@@ -57,7 +57,7 @@ export class VllmBackend implements Backend {
       throw new BackendError(`engine ${this.options.url} unreachable`, 503, { cause: error });
     }
     if (!response.ok || !response.body) {
-      throw new BackendError(`engine ${this.options.url} answered ${response.status}: ${await response.text()}`, 502);
+      throw new BackendError(`engine ${this.options.url} answered ${response.status}: ${await response.text()}`, engineStatus(response.status));
     }
     const ids: number[] = [];
     const logprobs: number[] = [];

@@ -150,7 +150,8 @@ describe('VllmBackend and SglangBackend against engine-sim', () => {
       b.generate({ promptIds, maxTokens, temperature: 1, topP: 1 });
     // A 400 for a malformed prompt.
     await expect(ask([1, -5])).rejects.toSatisfy(
-      (e) => e instanceof BackendError && /400/.test(e.message),
+      // The request's fault: the client gets a 400 and the router does not fail over on it.
+      (e) => e instanceof BackendError && /400/.test(e.message) && e.status === 400,
     );
     // Too long for the engine: a 400 from vLLM, an error event in a 200 stream from SGLang.
     await expect(ask(firstPrompt(tk, 'hi'), 2000)).rejects.toBeInstanceOf(BackendError);
