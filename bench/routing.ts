@@ -130,16 +130,18 @@ const wall = performance.now();
 const tasks = Number(process.env.BENCH_TASKS ?? 64);
 const samples = Number(process.env.BENCH_SAMPLES ?? 8);
 const preset = PRESETS['8b'];
+// Scarce to ample KV memory per instance, the same settings for every workload.
+const capacities: [string, number][] = [
+  ['scarce', preset.kvCapacityTokens / 2],
+  ['preset', preset.kvCapacityTokens],
+  ['ample', preset.kvCapacityTokens * 4],
+];
 // 256-token blocks in the simulation keep the run within minutes (the router's default is 64).
 runScenario({
   workload: agentBatch({ seed, tasks, samplesPerTask: samples, blockSize: 256 }),
   preset,
   instances: 8,
-  capacities: [
-    ['scarce', preset.kvCapacityTokens / 2],
-    ['preset', preset.kvCapacityTokens],
-    ['ample', preset.kvCapacityTokens * 4],
-  ],
+  capacities,
 });
 if (existsSync(tracePath)) {
   // The trace is light for 8 instances: replayed 4× faster on 4 instances so routing matters.
@@ -147,11 +149,7 @@ if (existsSync(tracePath)) {
     workload: loadMooncake(tracePath, { timeScale: 0.25 }),
     preset,
     instances: 4,
-    capacities: [
-      ['scarce', preset.kvCapacityTokens / 2],
-      ['preset', preset.kvCapacityTokens],
-      ['ample', preset.kvCapacityTokens * 4],
-    ],
+    capacities,
   });
 } else {
   console.log(`\n(no Mooncake trace at ${tracePath}; set BENCH_TRACE)`);

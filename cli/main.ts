@@ -10,7 +10,7 @@ import { AdmissionControl } from '../scheduler/index.js';
 import Database from 'better-sqlite3';
 import { startStack, startStandaloneWorker, type Stack } from '../stack/stack.js';
 import { TaskLoadError } from '../tasks/loader.js';
-import { assembleEpisode, TrajectoryStore, writeArrowStream } from '../trajectory/index.js';
+import { batchRows, TrajectoryStore, writeArrowStream } from '../trajectory/index.js';
 import { progressQuery } from '../workflows/queries.js';
 import { parseCliArgs, USAGE, UsageError, type ParsedArgs } from './args.js';
 
@@ -31,15 +31,18 @@ function printStackInfo(stack: Stack): void {
   say(`data:     ${stack.config.dataDir}`);
 }
 
-/** A progress line, rewritten in place on a terminal. */
-function progressPrinter(): (line: string) => void {
+/** Waits for a batch, showing its progress as one line rewritten in place on a terminal. */
+async function followWithProgress(handle: Parameters<typeof followBatch>[0]): Promise<BatchManifest> {
   let last = '';
-  return (line) => {
+  const manifest = await followBatch(handle, (p) => {
+    const line = formatProgress(p);
     if (line === last) return;
     last = line;
     if (process.stdout.isTTY) process.stdout.write(`\r\x1b[2K${line}`);
     else say(line);
-  };
+  });
+  if (process.stdout.isTTY) process.stdout.write('\n');
+  return manifest;
 }
 
 async function runBatchOnStack(stack: Stack, args: ParsedArgs, defaults: { tasks: string; n: number }): Promise<BatchManifest> {
@@ -51,9 +54,7 @@ async function runBatchOnStack(stack: Stack, args: ParsedArgs, defaults: { tasks
   });
   say(`starting batch ${input.batchId}: ${input.taskIds.length} tasks x ${input.n} samples, agent ${input.agentName}`);
   const handle = await startBatch(stack.client, stack.config, input);
-  const print = progressPrinter();
-  const manifest = await followBatch(handle, (p) => print(formatProgress(p)));
-  if (process.stdout.isTTY) process.stdout.write('\n');
+  const manifest = await followWithProgress(handle);
   const episodes = stack.store.listEpisodes(input.batchId).map((e) => ({ taskId: e.taskId, turns: e.numTurns, reward: e.reward }));
   say(formatSummary(manifest, episodes));
   return manifest;
@@ -145,9 +146,7 @@ async function batch(config: Config, args: ParsedArgs): Promise<void> {
         const handle = await startBatch(client, config, input);
         say(`started batch ${input.batchId} (${input.taskIds.length} tasks x ${input.n})`);
         if (args.wait) {
-          const print = progressPrinter();
-          const manifest = await followBatch(handle, (p) => print(formatProgress(p)));
-          if (process.stdout.isTTY) process.stdout.write('\n');
+          const manifest = await followWithProgress(handle);
           say(JSON.stringify(manifest, null, 2));
         }
         return;
@@ -168,11 +167,7 @@ async function batch(config: Config, args: ParsedArgs): Promise<void> {
         const groups = new Set(manifest.groups.filter((g) => g.status === 'finished').map((g) => g.group_id));
         const store = TrajectoryStore.open(dataPaths(config.dataDir).store);
         try {
-          const rows = store
-            .listEpisodes(id)
-            .filter((e) => groups.has(e.groupId) && e.outcome === 'ok' && e.sessionId)
-            .flatMap((e) => assembleEpisode(e, store.loadTurns(e.sessionId!), store.loadChainReports(e.sessionId!)));
-          const file = await writeArrowStream(path.resolve(args.out), rows);
+          const file = await writeArrowStream(path.resolve(args.out), batchRows(store, id, groups));
           say(`wrote ${file.rows} trajectories to ${file.uri} (sha256 ${file.sha256})`);
         } finally {
           store.close();

@@ -11,6 +11,19 @@ export interface BatchExport {
 }
 
 /**
+ * The trainer rows of a batch's successful episodes in `groupIds`. Only the episode's recorded
+ * session counts, so chains of abandoned attempts never reach the trainer.
+ */
+export function batchRows(store: TrajectoryStore, batchId: string, groupIds: ReadonlySet<string>): TrajectoryRow[] {
+  const rows: TrajectoryRow[] = [];
+  for (const episode of store.listEpisodes(batchId)) {
+    if (!groupIds.has(episode.groupId) || episode.outcome !== 'ok' || !episode.sessionId) continue;
+    rows.push(...assembleEpisode(episode, store.loadTurns(episode.sessionId), store.loadChainReports(episode.sessionId)));
+  }
+  return rows;
+}
+
+/**
  * Writes the trajectories of a batch's finished episodes (those of `groupIds`) to
  * `<dir>/part-00000.arrow`. Only the episode's recorded session counts, so chains of abandoned
  * attempts never reach the trainer and each episode appears exactly once.
@@ -21,11 +34,7 @@ export async function exportBatch(
   dir: string,
   groupIds: ReadonlySet<string>,
 ): Promise<BatchExport> {
-  const rows: TrajectoryRow[] = [];
-  for (const episode of store.listEpisodes(batchId)) {
-    if (!groupIds.has(episode.groupId) || episode.outcome !== 'ok' || !episode.sessionId) continue;
-    rows.push(...assembleEpisode(episode, store.loadTurns(episode.sessionId), store.loadChainReports(episode.sessionId)));
-  }
+  const rows = batchRows(store, batchId, groupIds);
   const file = await writeArrowStream(path.join(dir, 'part-00000.arrow'), rows);
   return {
     files: [file],
