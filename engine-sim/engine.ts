@@ -30,16 +30,29 @@ export interface RequestEvents {
   onAdmitted?(cachedTokens: number): void;
   /** `total` output tokens of the plan have now been produced (at least one more than before). */
   onTokens(total: number): void;
-  /** The request left the engine: every planned token was produced, or it was aborted. */
-  onEnd(outcome: 'finished' | 'aborted'): void;
+  /**
+   * The request left the engine: every planned token was produced, or it was aborted by its client
+   * (`aborted`) or by the engine itself (`preempted`: a pause in abort mode, or the engine closing).
+   */
+  onEnd(outcome: RequestOutcome): void;
 }
+
+/** How a request left the engine. */
+export type RequestOutcome = 'finished' | 'aborted' | 'preempted';
+
+/**
+ * What a pause does with the requests already in the engine (vLLM's `/pause?mode=`): `abort` ends
+ * them now, `wait` lets them finish, `keep` freezes them where they are until the engine resumes.
+ * Requests that arrive while paused wait in every mode.
+ */
+export type PauseMode = 'abort' | 'wait' | 'keep';
 
 export interface EngineStats {
   /** Requests accepted by `submit`. */
   requestsReceived: number;
   /** Requests that produced all their tokens. */
   requestsFinished: number;
-  /** Requests aborted (client gone, or the engine closed) before finishing. */
+  /** Requests aborted (client gone, a pause in abort mode, or the engine closed) before finishing. */
   requestsAborted: number;
   /** Prompt tokens of admitted requests. */
   promptTokens: number;
@@ -57,6 +70,8 @@ export interface EngineStats {
   /** Cached blocks evicted to make room. */
   evictedBlocks: number;
   steps: number;
+  /** Paused for a weight update: new requests wait (and, in `keep` mode, running ones are frozen). */
+  paused: boolean;
 }
 
 /**
@@ -99,6 +114,13 @@ export class Engine {
   /** A step is under way or about to start; false only while the engine is idle. */
   private busy = false;
   private closed = false;
+  /** Set by `pause`: arrivals are held; `frozen` also stops the steps of running requests. */
+  private paused = false;
+  private frozen = false;
+  /** Requests that arrived while paused, admitted on `resume`. */
+  private readonly held: Sequence[] = [];
+  /** Resolves `pause('wait')` calls once the last request in the engine is done. */
+  private drained: (() => void)[] = [];
   private readonly counters = {
     requestsReceived: 0,
     requestsFinished: 0,
@@ -140,15 +162,51 @@ export class Engine {
       generated: 0,
     };
     this.counters.requestsReceived++;
-    this.waiting.push(seq);
+    if (this.paused) this.held.push(seq);
+    else {
+      this.waiting.push(seq);
+      this.wake();
+    }
+    return () => this.abort(seq, 'aborted');
+  }
+
+  /**
+   * Pauses generation for a weight update. Resolves once the pause holds: at once for `abort` (the
+   * requests are gone) and `keep` (they are frozen), when the last of them finished for `wait`.
+   */
+  pause(mode: PauseMode): Promise<void> {
+    this.paused = true;
+    this.frozen = mode === 'keep';
+    if (mode === 'keep') return Promise.resolve();
+    if (mode === 'abort') for (const seq of [...this.waiting, ...this.running]) this.abort(seq, 'preempted');
+    if (this.waiting.length + this.running.size === 0) return Promise.resolve();
+    // Requests frozen by an earlier `keep` pause must run again to finish.
     this.wake();
-    return () => this.abort(seq);
+    return new Promise((resolve) => this.drained.push(resolve));
+  }
+
+  /** Aborts every request in the engine, held ones included (SGLang's `abort_all`). */
+  abortAll(): void {
+    for (const seq of [...this.held, ...this.waiting, ...this.running]) this.abort(seq, 'preempted');
+  }
+
+  /** Ends a pause: frozen requests go on, held ones are admitted. */
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.frozen = false;
+    this.waiting.push(...this.held.splice(0));
+    this.wake();
+  }
+
+  get isPaused(): boolean {
+    return this.paused;
   }
 
   /** Aborts everything and stops the loop. */
   close(): void {
     this.closed = true;
-    for (const seq of [...this.waiting, ...this.running]) this.abort(seq);
+    this.abortAll();
     this.clearTimer();
   }
 
@@ -162,6 +220,7 @@ export class Engine {
       kvResidentTokens: this.cache.residentBlocks() * bs,
       kvCapacityTokens: this.cache.capacityBlocks * bs,
       evictedBlocks: this.cache.evictions(),
+      paused: this.paused,
     };
   }
 
@@ -170,19 +229,28 @@ export class Engine {
     return { blockSize: this.config.blockSize, numBlocks: this.cache.capacityBlocks };
   }
 
-  private abort(seq: Sequence): void {
+  private abort(seq: Sequence, outcome: 'aborted' | 'preempted'): void {
     const queued = this.waiting.indexOf(seq);
+    const held = this.held.indexOf(seq);
     if (queued !== -1) this.waiting.splice(queued, 1);
+    else if (held !== -1) this.held.splice(held, 1);
     else if (!this.running.delete(seq)) return;
     if (seq.alloc) this.cache.release(seq.alloc);
     this.counters.requestsAborted++;
-    seq.events.onEnd('aborted');
+    seq.events.onEnd(outcome);
+    this.notifyDrained();
     // No wake-up needed: a request can only be waiting while others run, and the step under way
     // admits from the queue when it ends.
   }
 
+  /** Resolves pending `pause('wait')` calls when no request is left in the engine. */
+  private notifyDrained(): void {
+    if (this.drained.length === 0 || this.waiting.length + this.running.size > 0) return;
+    for (const resolve of this.drained.splice(0)) resolve();
+  }
+
   private wake(): void {
-    if (this.busy || this.closed) return;
+    if (this.busy || this.closed || this.frozen) return;
     this.busy = true;
     // Start at the end of this tick, so requests arriving together share the first step.
     const now = performance.now();
@@ -213,6 +281,10 @@ export class Engine {
   }
 
   private startStep(virtualStart: number): void {
+    if (this.frozen) {
+      this.busy = false;
+      return;
+    }
     this.admit();
     if (this.running.size === 0) {
       this.busy = false;
@@ -275,6 +347,7 @@ export class Engine {
       seq.events.onTokens(seq.generated);
       if (done) seq.events.onEnd('finished');
     }
+    this.notifyDrained();
     if (this.closed) return;
     this.startStep(Math.max(endedAt, performance.now() - MAX_LAG_MS));
   }

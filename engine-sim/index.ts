@@ -54,6 +54,7 @@ const EngineSimConfigSchema = z.object({
   timeScale: z.number().min(0).default(1),
   seed: z.number().int().default(0),
   sglangIncrementalStreaming: z.boolean().default(false),
+  weightVersion: z.string().min(1).default('default'),
 });
 
 export interface EngineSimOptions {
@@ -87,11 +88,18 @@ export interface EngineSimOptions {
    * text and logprobs. Default false (SGLang's default): every chunk repeats all output so far.
    */
   sglangIncrementalStreaming?: boolean;
+  /**
+   * Weight version served at start, as SGLang's `--weight-version` (default `"default"`, as SGLang).
+   * Weight updates set it; one that names no version counts it up (see `WeightVersion`).
+   */
+  weightVersion?: string;
 }
 
 export interface EngineSimStats extends EngineStats {
   /** `POST /abort_request` calls received (SGLang's explicit abort). */
   abortRequestsReceived: number;
+  /** The weight version served now. */
+  weightVersion: string;
 }
 
 export interface EngineSim {
@@ -105,21 +113,23 @@ export interface EngineSim {
 
 /**
  * Starts a simulated engine speaking both APIs on one engine loop: vLLM's `/v1/completions` and
- * `/v1/models`, SGLang's `/generate` and `/abort_request`, and `/health` and `/metrics` (both
- * engines' metric names).
+ * `/v1/models`, SGLang's `/generate` and `/abort_request`, both engines' pause, resume and weight
+ * update routes (see `registerWeightRoutes`), and `/health` and `/metrics` (both engines' metric
+ * names).
  */
 export async function startEngineSim(options: EngineSimOptions): Promise<EngineSim> {
   const { tokenizer, script, ...rest } = options;
   const config = EngineSimConfigSchema.parse(rest);
   const policy = new ScriptedPolicy(PolicyScriptSchema.parse(script ?? {}), tokenizer);
   const engine = new Engine(config);
-  const { app, abortRequestsReceived } = createServer({
+  const { app, abortRequestsReceived, weightVersion } = createServer({
     engine,
     policy,
     tokenizer,
     modelName: config.modelName,
     seed: config.seed,
     sglangIncrementalStreaming: config.sglangIncrementalStreaming,
+    weightVersion: config.weightVersion,
   });
   await app.listen({ host: config.host, port: config.port });
   const { port } = app.server.address() as AddressInfo;
@@ -131,6 +141,6 @@ export async function startEngineSim(options: EngineSimOptions): Promise<EngineS
       engine.close();
       await app.close();
     },
-    stats: () => ({ ...engine.stats(), abortRequestsReceived: abortRequestsReceived() }),
+    stats: () => ({ ...engine.stats(), abortRequestsReceived: abortRequestsReceived(), weightVersion: weightVersion.value }),
   };
 }

@@ -4,7 +4,8 @@
  * Options (defaults in brackets): --host [127.0.0.1], --port [0 = any free], --script [none: every
  * answer is "Done."], --preset 8b|32b [8b], --model [Qwen/Qwen3-8B], --kv-capacity tokens [preset],
  * --block-size [16], --max-batch-tokens [8192], --time-scale [1], --seed [0],
- * --sglang-incremental-streaming [off: SGLang stream chunks repeat all output so far].
+ * --sglang-incremental-streaming [off: SGLang stream chunks repeat all output so far],
+ * --weight-version [default].
  */
 import { parseArgs } from 'node:util';
 import { defaultModelDir, loadModelFiles } from '../gateway/codec/model-files.js';
@@ -24,6 +25,7 @@ const { values } = parseArgs({
     'time-scale': { type: 'string' },
     seed: { type: 'string' },
     'sglang-incremental-streaming': { type: 'boolean' },
+    'weight-version': { type: 'string' },
   },
   strict: true,
 });
@@ -54,6 +56,7 @@ const sim = await startEngineSim({
   timeScale: num('time-scale', values['time-scale']),
   seed: num('seed', values.seed),
   sglangIncrementalStreaming: values['sglang-incremental-streaming'],
+  weightVersion: values['weight-version'],
 });
 console.log(sim.url);
 

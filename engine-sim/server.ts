@@ -2,12 +2,13 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { TextTokenizer } from '../gateway/codec/tokenizer.js';
-import type { Engine } from './engine.js';
+import type { Engine, RequestOutcome } from './engine.js';
 import { renderMetrics } from './metrics.js';
 import { sampleOutput, TextRenderer, type Sample, type SampleOptions } from './output.js';
 import { createRng, mixSeed } from './prng.js';
 import type { ScriptedPolicy } from './script.js';
 import { registerSglangRoutes } from './sglang.js';
+import { registerWeightRoutes, WeightVersion } from './weights.js';
 
 /** vLLM's default `--max-logprobs`: more alternatives than this per token is a 400. */
 const MAX_LOGPROBS = 20;
@@ -51,11 +52,15 @@ export interface ServerDeps {
   seed: number;
   /** SGLang's `--incremental-streaming-output`: `/generate` chunks carry only what is new. */
   sglangIncrementalStreaming: boolean;
+  /** The weight version served at start (SGLang's `--weight-version`). */
+  weightVersion: string;
 }
 
 /** What the routes of both APIs share: one engine, one policy, one request counter. */
 export interface RouteContext {
   engine: Engine;
+  /** The weight version the engine serves now. */
+  weightVersion: WeightVersion;
   /** Plans a request's output. `seed` overrides the engine seed mixed with the request number. */
   plan(prompt: number[], options: SampleOptions, seed: number | null | undefined): Sample;
   /** Text of the sample's first tokens as the detokenizer shows it. */
@@ -63,8 +68,9 @@ export interface RouteContext {
   /** Decoded text of one token. */
   tokenText(id: number): string;
   /**
-   * Runs a request on the engine until it finishes or is aborted; a client that goes away before
-   * its response is complete aborts it. Returns the abort function and the outcome.
+   * Runs a request on the engine until it finishes or is aborted (by its client, or `preempted` by
+   * the engine); a client that goes away before its response is complete aborts it. Returns the
+   * abort function and the outcome.
    */
   run(
     req: FastifyRequest,
@@ -73,7 +79,7 @@ export interface RouteContext {
     sample: Sample,
     maxTokens: number,
     events: { onAdmitted(cachedTokens: number): void; onTokens(total: number): void },
-  ): { abort: () => void; outcome: Promise<'finished' | 'aborted'> };
+  ): { abort: () => void; outcome: Promise<RequestOutcome> };
 }
 
 type CompletionLogProbs = {
@@ -115,6 +121,7 @@ function pyLen(s: string): number {
 
 export interface SimServer {
   app: FastifyInstance;
+  weightVersion: WeightVersion;
   /** `POST /abort_request` calls received. */
   abortRequestsReceived(): number;
 }
@@ -135,9 +142,11 @@ export function createServer(deps: ServerDeps): SimServer {
   };
   const finishedByReason = { stop: 0, length: 0, abort: 0 };
   let requestCount = 0;
+  const weightVersion = new WeightVersion(deps.weightVersion);
 
   const context: RouteContext = {
     engine,
+    weightVersion,
     plan: (prompt, options, seed) =>
       sampleOutput(policy, prompt, options, createRng(seed ?? mixSeed(deps.seed, requestCount++))),
     renderer: (sample, skipSpecialTokens) =>
@@ -145,7 +154,7 @@ export function createServer(deps: ServerDeps): SimServer {
     tokenText,
     run(req, reply, prompt, sample, maxTokens, events) {
       let abort = () => {};
-      const outcome = new Promise<'finished' | 'aborted'>((resolve) => {
+      const outcome = new Promise<RequestOutcome>((resolve) => {
         abort = engine.submit(
           prompt,
           { tokenIds: sample.tokenIds, maxTokens },
@@ -153,7 +162,7 @@ export function createServer(deps: ServerDeps): SimServer {
             onAdmitted: events.onAdmitted,
             onTokens: events.onTokens,
             onEnd: (end) => {
-              finishedByReason[end === 'aborted' ? 'abort' : sample.finishReason]++;
+              finishedByReason[end === 'finished' ? sample.finishReason : 'abort']++;
               resolve(end);
             },
           },
@@ -262,19 +271,27 @@ export function createServer(deps: ServerDeps): SimServer {
       prompt_tokens_details: { cached_tokens: cachedTokens },
     });
 
+    let produced = 0;
     /** Runs the request on the engine; resolves when it finished or was aborted. */
     const generate = (onTokens: (total: number) => void) =>
       context.run(req, reply, prompt, sample, maxTokens, {
         onAdmitted: (cached) => (cachedTokens = cached),
-        onTokens,
+        onTokens: (total) => {
+          produced = total;
+          onTokens(total);
+        },
       }).outcome;
+    /** vLLM's finish reason once the request ended: the engine's abort ends it as `abort`. */
+    const finishReason = (outcome: RequestOutcome) => (outcome === 'preempted' ? 'abort' : sample.finishReason);
 
     reply.header('x-request-id', baseId);
 
     if (!body.stream) {
-      if ((await generate(() => {})) === 'aborted')
-        return reply.status(503).send(errorBody(503, 'request aborted'));
-      const n = sample.tokenIds.length;
+      const outcome = await generate(() => {});
+      // vLLM keeps no weight version; the simulator names the weights that sampled the answer.
+      reply.header('x-weight-version', weightVersion.value);
+      if (outcome === 'aborted') return reply.status(503).send(errorBody(503, 'request aborted'));
+      const n = produced;
       return {
         ...meta,
         choices: [
@@ -282,9 +299,9 @@ export function createServer(deps: ServerDeps): SimServer {
             index: 0,
             text: out.text(n),
             logprobs: body.logprobs == null ? null : out.logprobs(0, n, 0),
-            finish_reason: sample.finishReason,
-            stop_reason: sample.stopReason,
-            token_ids: body.return_token_ids ? sample.tokenIds : null,
+            finish_reason: finishReason(outcome),
+            stop_reason: outcome === 'finished' ? sample.stopReason : null,
+            token_ids: body.return_token_ids ? sample.tokenIds.slice(0, n) : null,
             prompt_logprobs: null,
             prompt_token_ids: body.return_token_ids ? prompt : null,
           },
@@ -295,11 +312,13 @@ export function createServer(deps: ServerDeps): SimServer {
 
     reply.hijack();
     const res = reply.raw;
+    // Sent at once, as vLLM does: a stream's `x-weight-version` names the weights when it arrived.
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',
       connection: 'keep-alive',
       'x-request-id': baseId,
+      'x-weight-version': weightVersion.value,
     });
     const send = (data: unknown) => res.write(`data: ${JSON.stringify(data)}\n\n`);
     let sent = 0;
@@ -322,7 +341,12 @@ export function createServer(deps: ServerDeps): SimServer {
       sentText = text;
       send({ ...meta, choices: [choice] });
     });
-    if (outcome === 'finished') {
+    if (outcome === 'preempted') {
+      // Aborted by the engine (a pause for a weight update): the stream ends with finish_reason abort.
+      const choice = { index: 0, text: '', logprobs: null, finish_reason: 'abort', stop_reason: null, token_ids: body.return_token_ids ? [] : null };
+      send({ ...meta, choices: [choice] });
+    }
+    if (outcome !== 'aborted') {
       // vLLM's StreamOptions defaults include_usage to true once stream_options is given.
       if (body.stream_options && body.stream_options.include_usage !== false) {
         send({ ...meta, choices: [], usage: usage(sent) });
@@ -335,7 +359,8 @@ export function createServer(deps: ServerDeps): SimServer {
   const sglang = registerSglangRoutes(app, context, {
     incrementalStreaming: deps.sglangIncrementalStreaming,
   });
-  return { app, abortRequestsReceived: sglang.abortRequestsReceived };
+  registerWeightRoutes(app, engine, weightVersion);
+  return { app, weightVersion, abortRequestsReceived: sglang.abortRequestsReceived };
 }
 
 /** Text and logprobs of a sample's first tokens in vLLM's completion shape. */

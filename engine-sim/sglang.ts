@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
+import type { RequestOutcome } from './engine.js';
 import type { RouteContext } from './server.js';
 
 /** SGLang's `SamplingParams.max_new_tokens` default. */
@@ -138,7 +139,7 @@ export function registerSglangRoutes(
         id: rid,
         finish_reason: finish,
         prompt_tokens: prompt.length,
-        weight_version: 'default',
+        weight_version: context.weightVersion.value,
         completion_tokens: to,
         cached_tokens: cachedTokens,
         ...(body.return_logprob
@@ -157,9 +158,14 @@ export function registerSglangRoutes(
           : {}),
         ...(finish ? { e2e_latency: (performance.now() - started) / 1000 } : {}),
       });
-      const finishOf = (n: number, outcome: 'finished' | 'aborted'): FinishReason =>
-        outcome === 'aborted'
-          ? { type: 'abort', message: 'Aborted by AbortReq.', status_code: null, err_type: null }
+      const finishOf = (n: number, outcome: RequestOutcome): FinishReason =>
+        outcome !== 'finished'
+          ? {
+              type: 'abort',
+              message: outcome === 'preempted' ? 'Aborted by the engine (pause or weight update).' : 'Aborted by AbortReq.',
+              status_code: null,
+              err_type: null,
+            }
           : sample.finishReason === 'length'
             ? { type: 'length', length: maxTokens }
             : { type: 'stop', matched: sample.tokenIds[n - 1]! };
@@ -205,8 +211,10 @@ export function registerSglangRoutes(
         };
         const outcome = await run.outcome;
         live.delete(rid);
-        if (outcome === 'aborted' && abortedByRequest) send(produced, finishOf(produced, outcome));
-        if (outcome === 'finished' || abortedByRequest) res.write('data: [DONE]\n\n');
+        // Only a client that left gets no ending: an abort by rid or by the engine is reported.
+        const clientLeft = outcome === 'aborted' && !abortedByRequest;
+        if (outcome !== 'finished' && !clientLeft) send(produced, finishOf(produced, outcome));
+        if (!clientLeft) res.write('data: [DONE]\n\n');
         res.end();
         return;
       }

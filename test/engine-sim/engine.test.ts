@@ -63,12 +63,57 @@ describe('Engine', () => {
     expect(() => run(engine, 200, 1, 100)).toThrow(RangeError);
     const r = run(engine, 32, 200);
     engine.close();
-    expect(await r.done).toBe('aborted');
+    // The engine ended it, not its client.
+    expect(await r.done).toBe('preempted');
     expect(engine.stats()).toMatchObject({
       running: 0,
       waiting: 0,
       requestsAborted: 1,
       kvUsedTokens: 0,
     });
+  });
+
+  it('pause(abort) preempts what runs and holds new requests until resume', async () => {
+    const engine = new Engine(config({ timeScale: 0.01 }));
+    const running = run(engine, 32, 500);
+    while (running.progress.length < 3) await new Promise((r) => setTimeout(r, 1));
+    await engine.pause('abort');
+    expect(await running.done).toBe('preempted');
+    const held = run(engine, 32, 4);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(held.progress).toEqual([]);
+    expect(engine.stats()).toMatchObject({ paused: true, running: 0, waiting: 0 });
+    engine.resume();
+    expect(await held.done).toBe('finished');
+    expect(engine.stats()).toMatchObject({ paused: false, requestsAborted: 1, requestsFinished: 1 });
+  });
+
+  it('pause(wait) answers once the requests in the engine finished; pause(keep) freezes them in place', async () => {
+    const engine = new Engine(config({ timeScale: 0.01 }));
+    const a = run(engine, 32, 30);
+    let paused = false;
+    const pausing = engine.pause('wait').then(() => (paused = true));
+    const late = run(engine, 32, 2);
+    expect(paused).toBe(false);
+    await pausing;
+    // Paused only after the request under way produced every token; the late one was held.
+    expect(a.progress.at(-1)).toBe(30);
+    expect(late.progress).toEqual([]);
+    engine.resume();
+    expect(await late.done).toBe('finished');
+
+    const b = run(engine, 32, 500);
+    while (b.progress.length < 2) await new Promise((r) => setTimeout(r, 1));
+    await engine.pause('keep');
+    const frozenAt = b.progress.length;
+    await new Promise((r) => setTimeout(r, 30));
+    // At most the step under way when the pause came lands.
+    expect(b.progress.length).toBeLessThanOrEqual(frozenAt + 1);
+    const frozen = b.progress.length;
+    await new Promise((r) => setTimeout(r, 30));
+    expect(b.progress.length).toBe(frozen);
+    engine.resume();
+    expect(await b.done).toBe('finished');
+    expect(b.progress.at(-1)).toBe(500);
   });
 });
