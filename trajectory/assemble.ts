@@ -58,13 +58,13 @@ function buildRow(
       inputIds.push(id);
       sampledMask.push(1);
       logprobs.push(turn.logprobs[i] ?? 0);
-      tokenVersion.push(turn.version);
+      tokenVersion.push(turn.sampledVersions[i] ?? turn.version);
     });
     const reply = JSON.parse(turn.replyJson) as ReplyShape;
     numToolCalls += reply.tool_calls?.length ?? 0;
     transcript.push(...(JSON.parse(turn.messagesJson) as unknown[]), reply);
   }
-  const versions = live.map((t) => t.version);
+  const versions = tokenVersion.filter((v, i) => sampledMask[i] === 1);
   const finishReasons = live.map((t) => t.finishReason);
   const groupId = episode.groupId;
   return {
@@ -86,8 +86,9 @@ function buildRow(
     sampled_mask: sampledMask,
     logprobs,
     token_version: tokenVersion,
-    min_version: Math.min(...versions),
-    max_version: Math.max(...versions),
+    // Over sampled tokens; -1 (as in token_version) when the chain sampled none.
+    min_version: versions.length > 0 ? versions.reduce((a, b) => Math.min(a, b)) : -1,
+    max_version: versions.length > 0 ? versions.reduce((a, b) => Math.max(a, b)) : -1,
     turn_starts: turnStarts,
     turn_finish_reason: finishReasons,
     turn_cached_tokens: live.map((t) => t.cachedTokens),

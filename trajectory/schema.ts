@@ -28,6 +28,7 @@ CREATE TABLE IF NOT EXISTS turns (
   tools_json TEXT,
   rolled_back INTEGER NOT NULL DEFAULT 0,
   created_at INTEGER NOT NULL,
+  sampled_versions BLOB,
   PRIMARY KEY (session_id, chain_index, seq)
 );
 CREATE TABLE IF NOT EXISTS episodes (
@@ -63,5 +64,20 @@ CREATE TABLE IF NOT EXISTS chain_reports (
   drift_turns INTEGER NOT NULL,
   PRIMARY KEY (session_id, chain_index)
 );
+CREATE TABLE IF NOT EXISTS policy (
+  id INTEGER PRIMARY KEY CHECK (id = 0),
+  version INTEGER NOT NULL,
+  paused INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
 CREATE INDEX IF NOT EXISTS episodes_by_batch ON episodes(batch_id, group_id, episode_index);
 `;
+
+/**
+ * Columns added after a table was first created: \`CREATE TABLE IF NOT EXISTS\` leaves an older
+ * store's table as it was, so these are added to it when missing.
+ */
+export const ADDED_COLUMNS: { table: string; column: string; definition: string }[] = [
+  /** Policy version of each sampled token (int32 blob); NULL in older rows: all took \`version\`. */
+  { table: 'turns', column: 'sampled_versions', definition: 'BLOB' },
+];

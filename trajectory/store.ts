@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { packFloat32, packInt32, unpackFloat32, unpackInt32 } from './codec.js';
-import { SCHEMA_SQL } from './schema.js';
+import { ADDED_COLUMNS, SCHEMA_SQL } from './schema.js';
 
 /** Who a gateway session belongs to; fixed when the session opens. */
 export interface SessionInfo {
@@ -42,7 +42,13 @@ export interface StoredTurn {
   logprobs: number[];
   finishReason: string;
   cachedTokens: number;
+  /** Policy version of the turn's last sampled token (the version it committed on). */
   version: number;
+  /**
+   * Policy version that sampled each token of \`sampled\`: a turn aborted by a pause and resumed
+   * after a weight update holds two versions.
+   */
+  sampledVersions: number[];
   tLlmS: number;
   /** Canonical messages this turn appended to the chain's history (JSON). */
   messagesJson: string;
@@ -94,6 +100,12 @@ export interface EpisodeRecord {
   tEnvS: number;
 }
 
+/** The gateway's policy state: the weight version engines serve, and whether generation is paused. */
+export interface PolicyState {
+  version: number;
+  paused: boolean;
+}
+
 /**
  * The trajectory store: gateway sessions, their committed turns and episode outcomes, in one
  * SQLite file shared by the gateway and the workers (WAL mode, so readers never block the writer).
@@ -108,7 +120,26 @@ export class TrajectoryStore {
     db.pragma('busy_timeout = 10000');
     db.pragma('synchronous = NORMAL');
     db.exec(SCHEMA_SQL);
+    for (const { table, column, definition } of ADDED_COLUMNS) {
+      const columns = db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[];
+      if (!columns.some((c) => c.name === column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${definition}`);
+    }
     return new TrajectoryStore(db);
+  }
+
+  /** The stored policy state; version 0, not paused, before the first pause or resume. */
+  loadPolicy(): PolicyState {
+    const row = this.db.prepare('SELECT version, paused FROM policy WHERE id = 0').get() as { version: number; paused: number } | undefined;
+    return row ? { version: row.version, paused: row.paused === 1 } : { version: 0, paused: false };
+  }
+
+  savePolicy(state: PolicyState): void {
+    this.db
+      .prepare(
+        `INSERT INTO policy (id, version, paused, updated_at) VALUES (0, ?, ?, ?)
+         ON CONFLICT(id) DO UPDATE SET version = excluded.version, paused = excluded.paused, updated_at = excluded.updated_at`,
+      )
+      .run(state.version, state.paused ? 1 : 0, Date.now());
   }
 
   /** Idempotent: a retried open with the same id returns the session the first call made. */
@@ -147,9 +178,9 @@ export class TrajectoryStore {
     this.db
       .prepare(
         `INSERT INTO turns (session_id, chain_index, seq, turn_index, prompt_delta, sampled, logprobs,
-           finish_reason, cached_tokens, version, t_llm_s, messages_json, reply_json, tools_json,
-           rolled_back, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           finish_reason, cached_tokens, version, sampled_versions, t_llm_s, messages_json, reply_json,
+           tools_json, rolled_back, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         turn.sessionId,
@@ -162,6 +193,7 @@ export class TrajectoryStore {
         turn.finishReason,
         turn.cachedTokens,
         turn.version,
+        packInt32(turn.sampledVersions),
         turn.tLlmS,
         turn.messagesJson,
         turn.replyJson,
@@ -308,6 +340,7 @@ interface TurnRow {
   finish_reason: string;
   cached_tokens: number;
   version: number;
+  sampled_versions: Buffer | null;
   t_llm_s: number;
   messages_json: string;
   reply_json: string;
@@ -316,17 +349,19 @@ interface TurnRow {
 }
 
 function toTurn(r: TurnRow): StoredTurn {
+  const sampled = unpackInt32(r.sampled);
   return {
     sessionId: r.session_id,
     chainIndex: r.chain_index,
     seq: r.seq,
     turnIndex: r.turn_index,
     promptDelta: unpackInt32(r.prompt_delta),
-    sampled: unpackInt32(r.sampled),
+    sampled,
     logprobs: unpackFloat32(r.logprobs),
     finishReason: r.finish_reason,
     cachedTokens: r.cached_tokens,
     version: r.version,
+    sampledVersions: r.sampled_versions ? unpackInt32(r.sampled_versions) : sampled.map(() => r.version),
     tLlmS: r.t_llm_s,
     messagesJson: r.messages_json,
     replyJson: r.reply_json,

@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { tableFromIPC } from 'apache-arrow';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -24,7 +25,9 @@ const episode: EpisodeRecord = {
 };
 
 function turn(seq: number, promptDelta: number[], sampled: number[], extra: Partial<StoredTurn> = {}): StoredTurn {
+  const version = extra.version ?? 3;
   return {
+    sampledVersions: sampled.map(() => version),
     sessionId: 's',
     chainIndex: 0,
     seq,
@@ -85,5 +88,43 @@ describe('trajectory assembly', () => {
     expect(table.get(0)!.reward).toBe(0);
     expect(table.get(0)!.num_rollbacks).toBe(1);
     store.close();
+  });
+
+  it('tags each sampled token with the version that sampled it; min and max span the sampled tokens', () => {
+    const turns = [
+      turn(0, [1, 2], [10, 11], { version: 4 }),
+      // Cut by a pause after two tokens, continued on version 5.
+      turn(1, [3], [12, 13, 14], { turnIndex: 1, version: 5, sampledVersions: [4, 4, 5], finishReason: 'abort_resumed' }),
+    ];
+    const [row] = assembleEpisode(episode, turns);
+    expect(row!.token_version).toEqual([-1, -1, 4, 4, -1, 4, 4, 5]);
+    expect(row!).toMatchObject({ min_version: 4, max_version: 5 });
+    expect(row!.turn_finish_reason).toEqual(['stop', 'abort_resumed']);
+  });
+
+  it('opens a store written before per-token versions and keeps the policy state across reopening', () => {
+    const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'traj-old-')), 'store.sqlite');
+    const old = new Database(file);
+    // The turns table as stores before per-token versions created it.
+    old.exec(`CREATE TABLE turns (session_id TEXT NOT NULL, chain_index INTEGER NOT NULL, seq INTEGER NOT NULL,
+      turn_index INTEGER NOT NULL, prompt_delta BLOB NOT NULL, sampled BLOB NOT NULL, logprobs BLOB NOT NULL,
+      finish_reason TEXT NOT NULL, cached_tokens INTEGER NOT NULL, version INTEGER NOT NULL, t_llm_s REAL NOT NULL,
+      messages_json TEXT NOT NULL, reply_json TEXT NOT NULL, tools_json TEXT, rolled_back INTEGER NOT NULL DEFAULT 0,
+      created_at INTEGER NOT NULL, PRIMARY KEY (session_id, chain_index, seq))`);
+    old.prepare(
+      `INSERT INTO turns VALUES ('s', 0, 0, 0, ?, ?, ?, 'stop', 0, 2, 0.1, '[]', '{}', NULL, 0, 0)`,
+    ).run(Buffer.from(new Int32Array([1]).buffer), Buffer.from(new Int32Array([7, 8]).buffer), Buffer.from(new Float32Array([-1, -1]).buffer));
+    old.close();
+
+    const store = TrajectoryStore.open(file);
+    expect(store.loadTurns('s')[0]!.sampledVersions).toEqual([2, 2]);
+    expect(store.loadPolicy()).toEqual({ version: 0, paused: false });
+    store.savePolicy({ version: 6, paused: true });
+    store.close();
+    const reopened = TrajectoryStore.open(file);
+    expect(reopened.loadPolicy()).toEqual({ version: 6, paused: true });
+    reopened.commitTurn(turn(1, [2], [9, 9], { sampledVersions: [5, 6], version: 6 }));
+    expect(reopened.loadTurns('s').map((t) => t.sampledVersions)).toEqual([[2, 2], [5, 6]]);
+    reopened.close();
   });
 });
