@@ -48,6 +48,10 @@ export interface EpisodeSummary {
   turns: number;
   tokens: number;
   attempts: number;
+  /** Oldest policy version that sampled a token of the episode; null when no token was sampled. */
+  minVersion: number | null;
+  /** Newest policy version that sampled a token of the episode; null when no token was sampled. */
+  maxVersion: number | null;
 }
 
 export interface EpisodeStatus {

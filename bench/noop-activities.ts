@@ -16,7 +16,7 @@ export function createNoopActivities(hostQueue: string): Activities & { noop(): 
     agentStep: async () => ({ done: true, reason: 'submitted', turns: 1, toolCalls: 1, envSeconds: 0 }),
     runAgent: async () => ({ exitCode: 0, timedOut: false, reason: 'completed', logPath: '' }),
     computeReward: async () => ({ reward: 1, resolved: true, reason: 'resolved', passed: 1, failed: 0 }),
-    closeSession: async (input) => ({ sessionId: input.sessionId, chains: 1, turns: 1, toolCalls: 1, rollbacks: 0, rolledBackTokens: 0, tokens: 0, sampledTokens: 0, terminationReason: undefined }),
+    closeSession: async (input) => ({ sessionId: input.sessionId, chains: 1, turns: 1, toolCalls: 1, rollbacks: 0, rolledBackTokens: 0, tokens: 0, sampledTokens: 0, terminationReason: undefined, minVersion: null, maxVersion: null }),
     finishEpisode: async () => undefined,
     exportBatch: async () => ({ files: [], chains: 0, tokens: 0 }),
   };

@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { PolicyVersionError, type PolicyControl } from './policy/policy-control.js';
 import type { SessionManager } from './session/session-manager.js';
 
 const OpenSessionBody = z.object({
@@ -29,6 +30,8 @@ const OpenSessionBody = z.object({
 export type OpenSessionBody = z.infer<typeof OpenSessionBody>;
 
 const CloseSessionBody = z.object({ reason: z.string().min(1) });
+const PauseBody = z.object({ mode: z.enum(['finish', 'abort']) });
+const ResumeBody = z.object({ version: z.number().int().nonnegative() });
 
 function sameSecret(a: string, b: string): boolean {
   const x = Buffer.from(a);
@@ -37,10 +40,14 @@ function sameSecret(a: string, b: string): boolean {
 }
 
 /**
- * Control routes for the episode's activities (open and close sessions), behind an admin token
- * that agents never see.
+ * Control routes behind an admin token that agents never see: the episode's activities open and
+ * close sessions; the trainer (through the batch API) pauses generation around a weight update and
+ * resumes it on the new policy version.
  */
-export function registerAdminRoutes(app: FastifyInstance, deps: { sessions: SessionManager; adminToken: string; instances: () => string[] }): void {
+export function registerAdminRoutes(
+  app: FastifyInstance,
+  deps: { sessions: SessionManager; policy: PolicyControl; adminToken: string; instances: () => string[] },
+): void {
   app.register(async (admin) => {
     admin.addHook('onRequest', async (request, reply) => {
       const auth = request.headers.authorization ?? '';
@@ -62,6 +69,22 @@ export function registerAdminRoutes(app: FastifyInstance, deps: { sessions: Sess
       const summary = deps.sessions.close((request.params as { id: string }).id, body.data.reason);
       if (!summary) return reply.code(404).send({ error: { message: 'no such session', type: 'not_found_error' } });
       return summary;
+    });
+    admin.get('/admin/v1/policy', async () => deps.policy.current());
+    admin.post('/admin/v1/policy/pause', async (request, reply) => {
+      const body = PauseBody.safeParse(request.body);
+      if (!body.success) return reply.code(400).send({ error: { message: z.prettifyError(body.error), type: 'invalid_request_error' } });
+      return deps.policy.pause(body.data.mode);
+    });
+    admin.post('/admin/v1/policy/resume', async (request, reply) => {
+      const body = ResumeBody.safeParse(request.body);
+      if (!body.success) return reply.code(400).send({ error: { message: z.prettifyError(body.error), type: 'invalid_request_error' } });
+      try {
+        return deps.policy.resume(body.data.version);
+      } catch (error) {
+        if (error instanceof PolicyVersionError) return reply.code(400).send({ error: { message: error.message, type: 'invalid_request_error' } });
+        throw error;
+      }
     });
   });
 }

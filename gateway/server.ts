@@ -6,6 +6,7 @@ import { BackendError, type Backend } from './backends/backend.js';
 import { createBackend } from './backends/index.js';
 import type { Codec } from './codec/index.js';
 import type { GatewayDeps } from './deps.js';
+import { PolicyControl } from './policy/policy-control.js';
 import { registerAnthropicMessages } from './protocols/anthropic-messages.js';
 import { registerChatCompletions } from './protocols/openai-chat.js';
 import { registerResponses } from './protocols/openai-responses.js';
@@ -79,13 +80,14 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   const unknown = router.registry.names.filter((name) => !backends.has(name));
   if (unknown.length > 0) throw new Error(`the router places on engine instances not configured: ${unknown.join(', ')}`);
   const sessions = new SessionManager(options.store, options.codec);
+  const policy = new PolicyControl(options.store);
   const deps: GatewayDeps = {
     sessions,
     modelName: options.modelName,
     turns: {
       codec: options.codec,
       store: options.store,
-      policyVersion: () => 0,
+      policy,
       router,
       backendFor(instance) {
         const backend = backends.get(instance);
@@ -101,7 +103,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   app.get('/health', async () => ({ status: 'ok', sessions: 'ready' }));
   await app.register(protocolRoutes(deps));
   await app.register(protocolRoutes(deps), { prefix: '/s/:key' });
-  registerAdminRoutes(app, { sessions, adminToken: options.adminToken, instances: () => [...backends.keys()] });
+  registerAdminRoutes(app, { sessions, policy, adminToken: options.adminToken, instances: () => [...backends.keys()] });
   router.start();
   return app;
 }

@@ -141,6 +141,8 @@ export async function episodeWorkflow(input: EpisodeInput): Promise<EpisodeSumma
       turns: 0,
       tokens: 0,
       attempts: input.limits.maxInfraAttempts,
+      minVersion: null,
+      maxVersion: null,
     };
   } finally {
     await CancellationScope.nonCancellable(() => control.releaseEpisode({ episodeId }));
@@ -237,6 +239,9 @@ async function runAttempt(
       turns: summary.turns,
       tokens: summary.tokens,
       attempts: attempt + 1,
+      // Summaries recorded before policy versions (older histories) have none.
+      minVersion: summary.minVersion ?? null,
+      maxVersion: summary.maxVersion ?? null,
     };
   } finally {
     await CancellationScope.nonCancellable(async () => {

@@ -18,6 +18,16 @@ export interface GenerateResult {
   finishReason: 'stop' | 'length' | 'abort';
   promptTokens: number;
   cachedTokens: number;
+  /**
+   * The weight version the engine reports it sampled with (SGLang's `meta_info.weight_version`,
+   * when it is a whole number); undefined when the engine reports none.
+   */
+  weightVersion?: number;
+}
+
+/** An engine's weight version label as a policy version: only whole numbers count. */
+export function parseWeightVersion(label: string | null | undefined): number | undefined {
+  return label && /^\d+$/.test(label) ? Number(label) : undefined;
 }
 
 /** The inference engine APIs the gateway speaks. */

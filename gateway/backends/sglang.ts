@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { BackendError, engineStatus, type Backend, type GenerateRequest, type GenerateResult } from './backend.js';
+import { BackendError, engineStatus, parseWeightVersion, type Backend, type GenerateRequest, type GenerateResult } from './backend.js';
 import { readSseData } from './sse.js';
 
 /** SGLang's logprob entry: [logprob, token id, token text or null]. */
@@ -13,6 +13,8 @@ const MetaInfoSchema = z.object({
   completion_tokens: z.number().int(),
   cached_tokens: z.number().int().nullish(),
   output_token_logprobs: z.array(LogprobEntrySchema).nullish(),
+  /** The weight version that served the request (SGLang's `--weight-version`, set by weight updates). */
+  weight_version: z.string().nullish(),
 });
 const ChunkSchema = z.union([
   z.object({ output_ids: z.array(z.number().int()), meta_info: MetaInfoSchema }),
@@ -44,13 +46,18 @@ export class SglangBackend implements Backend {
     const logprobs: number[] = [];
     let promptTokens = request.promptIds.length;
     let cachedTokens = 0;
+    let weightVersion: number | undefined;
+    let finish: z.output<typeof MetaInfoSchema>['finish_reason'] = null;
     const result = (finishReason: GenerateResult['finishReason']): GenerateResult => ({
       ids,
       logprobs,
       finishReason,
       promptTokens,
       cachedTokens,
+      weightVersion,
     });
+    /** An abort after the finish reason arrived cut nothing: the answer is complete. */
+    const abortedResult = () => result(finish?.type === 'length' ? 'length' : finish && finish.type !== 'abort' ? 'stop' : 'abort');
     if (request.signal?.aborted) return result('abort');
 
     const abortOnEngine = () => {
@@ -91,7 +98,6 @@ export class SglangBackend implements Backend {
       if (!response.ok || !response.body) {
         throw new BackendError(`engine ${url} answered ${response.status}: ${await response.text()}`, engineStatus(response.status));
       }
-      let finish: z.output<typeof MetaInfoSchema>['finish_reason'] = null;
       try {
         for await (const data of readSseData(response.body)) {
           if (data === '[DONE]') break;
@@ -100,6 +106,7 @@ export class SglangBackend implements Backend {
           const meta = chunk.meta_info;
           promptTokens = meta.prompt_tokens;
           cachedTokens = meta.cached_tokens ?? 0;
+          weightVersion = parseWeightVersion(meta.weight_version) ?? weightVersion;
           const [newIds, newLogprobs] = this.newTokens(chunk.output_ids, meta, ids.length);
           ids.push(...newIds);
           logprobs.push(...newLogprobs);
@@ -107,11 +114,11 @@ export class SglangBackend implements Backend {
           finish = meta.finish_reason ?? null;
         }
       } catch (error) {
-        if (request.signal?.aborted) return result('abort');
+        if (request.signal?.aborted) return abortedResult();
         if (error instanceof BackendError) throw error;
         throw new BackendError(`engine ${url} stream failed`, 502, { cause: error });
       }
-      if (request.signal?.aborted) return result('abort');
+      if (request.signal?.aborted) return abortedResult();
       if (!finish) throw new BackendError(`engine ${url} ended the stream without a finish reason`, 502);
       if (finish.type === 'length') return result('length');
       if (finish.type !== 'abort') return result('stop');

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BackendError, engineStatus, type Backend, type GenerateRequest, type GenerateResult } from './backend.js';
+import { BackendError, engineStatus, parseWeightVersion, type Backend, type GenerateRequest, type GenerateResult } from './backend.js';
 import { readSseData } from './sse.js';
 
 const ChoiceSchema = z.object({
@@ -61,6 +61,8 @@ export class VllmBackend implements Backend {
     }
     const ids: number[] = [];
     const logprobs: number[] = [];
+    // vLLM keeps no weight version; engine-sim names it in a header.
+    const weightVersion = parseWeightVersion(response.headers.get('x-weight-version'));
     let finishReason: GenerateResult['finishReason'] = 'abort';
     let promptTokens = request.promptIds.length;
     let cachedTokens = 0;
@@ -88,11 +90,12 @@ export class VllmBackend implements Backend {
         }
       }
     } catch (error) {
-      if (request.signal?.aborted) return { ids, logprobs, finishReason: 'abort', promptTokens, cachedTokens };
+      // An abort after the finish reason arrived cut nothing: the answer is complete.
+      if (request.signal?.aborted) return { ids, logprobs, finishReason, promptTokens, cachedTokens, weightVersion };
       if (error instanceof BackendError) throw error;
       throw new BackendError(`engine ${this.options.url} stream failed`, 502, { cause: error });
     }
-    return { ids, logprobs, finishReason, promptTokens, cachedTokens };
+    return { ids, logprobs, finishReason, promptTokens, cachedTokens, weightVersion };
   }
 }
 

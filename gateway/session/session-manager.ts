@@ -18,6 +18,10 @@ export interface SessionSummary {
   tokens: number;
   sampledTokens: number;
   terminationReason: string | undefined;
+  /** Oldest policy version that sampled a live token of the session; null when none was sampled. */
+  minVersion: number | null;
+  /** Newest policy version that sampled a live token of the session; null when none was sampled. */
+  maxVersion: number | null;
 }
 
 /**
@@ -58,7 +62,9 @@ export class SessionManager {
     this.store.closeSession(sessionId, session.terminationReason ?? reason);
     this.live.delete(record.key);
     const tokens = session.chains.reduce((sum, c) => sum + c.tokens.length, 0);
-    const sampledTokens = turns.filter((t) => !t.rolledBack).reduce((sum, t) => sum + t.sampled.length, 0);
+    const live = turns.filter((t) => !t.rolledBack);
+    const sampledTokens = live.reduce((sum, t) => sum + t.sampled.length, 0);
+    const versions = live.flatMap((t) => t.sampledVersions);
     return {
       sessionId,
       chains: session.chains.filter((c) => c.turns.length > 0).length,
@@ -69,6 +75,8 @@ export class SessionManager {
       tokens,
       sampledTokens,
       terminationReason: session.terminationReason,
+      minVersion: versions.length > 0 ? versions.reduce((a, b) => Math.min(a, b)) : null,
+      maxVersion: versions.length > 0 ? versions.reduce((a, b) => Math.max(a, b)) : null,
     };
   }
 }

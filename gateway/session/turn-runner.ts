@@ -2,6 +2,7 @@ import { canonicalKey, type ChatMessage, type Codec, type ParsedTurn, type ToolS
 import type { TrajectoryStore } from '../../trajectory/index.js';
 import type { RouteCall, Router } from '../../scheduler/router.js';
 import { BackendError, type Backend, type GenerateRequest, type GenerateResult } from '../backends/backend.js';
+import { generateResumable, type PolicyGate } from '../policy/resumable.js';
 import { toolsKeyOf, type Chain } from './chain.js';
 import { planRequest, type ChainPlan } from './planner.js';
 import type { GatewaySession } from './session.js';
@@ -44,8 +45,8 @@ export interface TurnRunnerDeps {
   backendFor(instance: string): Backend;
   /** Chooses the instance of every generation. */
   router: Router;
-  /** The policy version engines currently serve. */
-  policyVersion(): number;
+  /** The policy version and pause: every generation runs under its lease. */
+  policy: PolicyGate & { current(): { version: number } };
 }
 
 /** A chain held by one in-flight request: other requests that pick it wait for it. */
@@ -166,8 +167,8 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
     input.onPrompt?.(prompt.length);
     const started = performance.now();
     const maxTokens = Math.min(input.maxTokens ?? sampling.maxTokens, room);
-    const result = await generateRouted(
-      deps,
+    const result = await generateResumable(
+      deps.policy,
       { chainId: `${session.record.sessionId}/${chain.index}`, promptIds: prompt, expectedOutputTokens: maxTokens, home: homeInstance },
       {
         promptIds: prompt,
@@ -177,6 +178,7 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
         signal: input.signal,
         onTokens: input.onTokens,
       },
+      (call, request) => generateRouted(deps, call, request),
     );
     if (result.finishReason === 'abort') return { kind: 'aborted' };
 
@@ -199,9 +201,11 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
           promptDelta: delta,
           sampled: result.ids,
           logprobs: result.logprobs,
-          finishReason: finishReason === 'tool_calls' ? 'tool_call' : finishReason,
+          // A turn a pause cut and resumed is marked so (trajectory spec), whatever ended it.
+          finishReason: result.resumed ? 'abort_resumed' : finishReason === 'tool_calls' ? 'tool_call' : finishReason,
           cachedTokens: result.cachedTokens,
-          version: deps.policyVersion(),
+          version: result.versions.at(-1) ?? deps.policy.current().version,
+          sampledVersions: result.versions,
           tLlmS: (performance.now() - started) / 1000,
           messagesJson: JSON.stringify(plan.appended),
           replyJson: JSON.stringify(reply),
