@@ -1,15 +1,20 @@
-import type { SessionInfo } from '../trajectory/index.js';
+import type { PolicyState, SessionInfo } from '../trajectory/index.js';
+import type { PauseMode, PauseResult } from '../gateway/policy/policy-control.js';
 import type { SessionSummary } from '../gateway/session/session-manager.js';
 
-/** The gateway's admin routes, as the episode's activities call them. */
+/** The gateway's admin routes, as the episode's activities and the trainer-facing API call them. */
 export class GatewayAdminClient {
   constructor(private readonly options: { url: string; adminToken: string }) {}
 
-  private async post<T>(path: string, body: unknown): Promise<T> {
+  /** POSTs `body`, or GETs when there is none; an error answer throws. */
+  private async call<T>(path: string, body?: unknown): Promise<T> {
     const response = await fetch(`${this.options.url}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${this.options.adminToken}` },
-      body: JSON.stringify(body),
+      method: body === undefined ? 'GET' : 'POST',
+      headers: {
+        authorization: `Bearer ${this.options.adminToken}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await response.text();
     if (!response.ok) throw new Error(`gateway ${path} answered ${response.status}: ${text.slice(0, 500)}`);
@@ -17,10 +22,25 @@ export class GatewayAdminClient {
   }
 
   openSession(input: { sessionId: string; episodeId: string; attempt: number; info: SessionInfo }): Promise<{ sessionId: string; key: string }> {
-    return this.post('/admin/v1/sessions', input);
+    return this.call('/admin/v1/sessions', input);
   }
 
   closeSession(sessionId: string, reason: string): Promise<SessionSummary> {
-    return this.post(`/admin/v1/sessions/${encodeURIComponent(sessionId)}/close`, { reason });
+    return this.call(`/admin/v1/sessions/${encodeURIComponent(sessionId)}/close`, { reason });
+  }
+
+  /** The policy version served and whether generation is paused. */
+  policy(): Promise<PolicyState> {
+    return this.call('/admin/v1/policy');
+  }
+
+  /** Answers once no generation runs (see PolicyControl.pause). */
+  pausePolicy(mode: PauseMode): Promise<PauseResult> {
+    return this.call('/admin/v1/policy/pause', { mode });
+  }
+
+  /** Serves `version` (never older than the current one) and ends a pause. */
+  resumePolicy(version: number): Promise<PolicyState> {
+    return this.call('/admin/v1/policy/resume', { version });
   }
 }

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
 import { readSseData } from '../../gateway/backends/sse.js';
+import { GatewayAdminClient } from '../../activities/gateway-admin.js';
 import { TrajectoryStore } from '../../trajectory/index.js';
 import { closeTestSession, openTestSession, sessionInfo, startTestGateway, tempStore, TEST_ADMIN_TOKEN } from '../helpers/gateway.js';
 import { testCodec } from '../helpers/stack.js';
@@ -220,13 +221,21 @@ describe('gateway policy state', () => {
   });
 
   it('keeps the version and the pause across a gateway restart', async () => {
-    await admin('/admin/v1/policy/pause', { mode: 'finish' });
-    const { version } = (await admin('/admin/v1/policy')).json as { version: number };
+    const client = () => new GatewayAdminClient({ url, adminToken: TEST_ADMIN_TOKEN });
+    expect(await client().pausePolicy('finish')).toMatchObject({ paused: true, finished: 0, aborted: 0 });
+    const { version } = await client().policy();
     await gateway.close();
     store.close();
     store = TrajectoryStore.open(storeFile);
     await startGateway();
-    expect(await admin('/admin/v1/policy')).toEqual({ status: 200, json: { version, paused: true } });
-    expect(await admin('/admin/v1/policy/resume', { version: version + 1 })).toEqual({ status: 200, json: { version: version + 1, paused: false } });
+    expect(await client().policy()).toEqual({ version, paused: true });
+    // Still paused after the restart: a call waits for the resume.
+    const key = await openTestSession(url, 'p-restart', sessionInfo({ homeInstance: 'vllm', taskId: 'note' }));
+    const waiting = chat(key, { messages: messages('Write a note') });
+    await updateWeights('vllm', version + 1);
+    expect(await client().resumePolicy(version + 1)).toEqual({ version: version + 1, paused: false });
+    expect((await waiting).status).toBe(200);
+    expect(new Set(store.loadTurns('p-restart')[0]!.sampledVersions)).toEqual(new Set([version + 1]));
+    await expect(client().resumePolicy(version)).rejects.toThrow(/400/);
   });
 });
