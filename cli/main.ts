@@ -27,6 +27,7 @@ function interrupted(): Promise<string> {
 function printStackInfo(stack: Stack): void {
   say(`Temporal: ${stack.temporalAddress}${stack.uiUrl ? `  (Web UI: ${stack.uiUrl})` : ''}`);
   say(`gateway:  ${stack.gatewayUrl}`);
+  say(`batch API: ${stack.apiUrl}  (OpenAPI: ${stack.apiUrl}/openapi.json)`);
   say(`engines:  ${stack.engines.map((e) => `${e.name}=${e.url}`).join(', ')}`);
   say(`data:     ${stack.config.dataDir}`);
 }

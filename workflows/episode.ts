@@ -141,6 +141,8 @@ export async function episodeWorkflow(input: EpisodeInput): Promise<EpisodeSumma
       turns: 0,
       tokens: 0,
       attempts: input.limits.maxInfraAttempts,
+      minVersion: null,
+      maxVersion: null,
     };
   } finally {
     await CancellationScope.nonCancellable(() => control.releaseEpisode({ episodeId }));
@@ -237,6 +239,8 @@ async function runAttempt(
       turns: summary.turns,
       tokens: summary.tokens,
       attempts: attempt + 1,
+      minVersion: null,
+      maxVersion: null,
     };
   } finally {
     await CancellationScope.nonCancellable(async () => {

@@ -30,6 +30,7 @@ const config = ConfigSchema.parse({
   dataDir,
   temporal: { address: server.address },
   gateway: { port: 0 },
+  api: { port: 0 },
   engines: [{ name: 'sim-0', url: sim.url, kvCapacityTokens: 200_000 }],
   sandbox: { createFailureRate: 0.4, faultSeed: 11 },
   batch: { concurrency: 4, continueAfterEvents: 12 },
