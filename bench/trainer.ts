@@ -26,7 +26,7 @@ import type { batchWorkflow } from '../workflows/batch.js';
 import { finishedGroupsUpdate } from '../workflows/updates.js';
 
 const N = Number(process.env.BENCH_N ?? 4);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
 const TIME_SCALE = Number(process.env.BENCH_TIME_SCALE ?? 0.02);
 
