@@ -106,7 +106,7 @@ async function demo(config: Config, args: ParsedArgs): Promise<void> {
 async function dev(config: Config): Promise<void> {
   const stack = await startStack(config, { log: say });
   printStackInfo(stack);
-  say('ready; start batches with `npx rollout batch start --tasks builtin --n 4`; Ctrl-C stops');
+  say(`ready; start batches with \`npx rollout batch start --tasks builtin --n 4\` or POST ${stack.apiUrl}/v1/batches; Ctrl-C stops`);
   await interrupted();
   say('stopping');
   await stack.stop();
