@@ -30,8 +30,12 @@ import { progressQuery } from './queries.js';
 import { AgentName, BatchId, TaskId } from './search-attributes.js';
 import { finishedGroupsUpdate } from './updates.js';
 
+/**
+ * Quick control calls, idempotent (a group's file is rewritten whole). Writing one group's file
+ * takes seconds, so a worker that dies meanwhile delays the group by the timeout, not by minutes.
+ */
 const control = proxyActivities<Activities>({
-  startToCloseTimeout: '10 minutes',
+  startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 10 },
 });
 
