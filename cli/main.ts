@@ -1,5 +1,5 @@
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
-import { readdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { BatchManifest } from '../activities/types.js';
 import { ConfigError, loadConfig, type Config } from '../stack/config.js';
@@ -10,7 +10,7 @@ import { AdmissionControl } from '../scheduler/index.js';
 import Database from 'better-sqlite3';
 import { startStack, startStandaloneWorker, type Stack } from '../stack/stack.js';
 import { TaskLoadError } from '../tasks/loader.js';
-import { batchRows, TrajectoryStore, writeArrowStream } from '../trajectory/index.js';
+import { groupsStream } from '../api/batch-files.js';
 import { progressQuery } from '../workflows/queries.js';
 import { parseCliArgs, USAGE, UsageError, type ParsedArgs } from './args.js';
 
@@ -164,15 +164,12 @@ async function batch(config: Config, args: ParsedArgs): Promise<void> {
       case 'export': {
         if (!id) throw new UsageError('batch export needs a batch id');
         if (!args.out) throw new UsageError('batch export needs --out FILE');
+        // The batch's own group files, joined: exactly the rows the manifest lists.
         const manifest = (await client.workflow.getHandle(id).result()) as BatchManifest;
-        const groups = new Set(manifest.groups.filter((g) => g.status === 'finished').map((g) => g.group_id));
-        const store = TrajectoryStore.open(dataPaths(config.dataDir).store);
-        try {
-          const file = await writeArrowStream(path.resolve(args.out), batchRows(store, id, groups));
-          say(`wrote ${file.rows} trajectories to ${file.uri} (sha256 ${file.sha256})`);
-        } finally {
-          store.close();
-        }
+        const out = path.resolve(args.out);
+        await mkdir(path.dirname(out), { recursive: true });
+        await writeFile(out, groupsStream(manifest.groups));
+        say(`wrote ${manifest.files.reduce((sum, f) => sum + f.rows, 0)} trajectories of ${manifest.files.length} groups to ${out}`);
         return;
       }
       default:
