@@ -2,6 +2,17 @@ import type { PolicyState, SessionInfo } from '../trajectory/index.js';
 import type { PauseMode, PauseResult } from '../gateway/policy/policy-control.js';
 import type { SessionSummary } from '../gateway/session/session-manager.js';
 
+/** The gateway answered an admin route with an error; `status` is its own, for callers that forward it. */
+export class GatewayAdminError extends Error {
+  override name = 'GatewayAdminError';
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** The gateway's admin routes, as the episode's activities and the trainer-facing API call them. */
 export class GatewayAdminClient {
   constructor(private readonly options: { url: string; adminToken: string }) {}
@@ -17,7 +28,7 @@ export class GatewayAdminClient {
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await response.text();
-    if (!response.ok) throw new Error(`gateway ${path} answered ${response.status}: ${text.slice(0, 500)}`);
+    if (!response.ok) throw new GatewayAdminError(response.status, `gateway ${path} answered ${response.status}: ${text.slice(0, 500)}`);
     return JSON.parse(text) as T;
   }
 

@@ -1,10 +1,9 @@
 import { ApplicationFailure, Context, sleep } from '@temporalio/activity';
-import path from 'node:path';
 import { removeAgentState, runAgentStep, type AgentStepResult } from '../agents/builtin/index.js';
 import type { AdmissionControl, Lease } from '../scheduler/index.js';
 import { SandboxError, type SandboxProvider } from '../sandbox/provider.js';
 import { evaluateReward, workspaceDiff } from '../tasks/reward/index.js';
-import { exportBatch, type TrajectoryStore } from '../trajectory/index.js';
+import type { TrajectoryStore } from '../trajectory/index.js';
 import type { SessionSummary } from '../gateway/session/session-manager.js';
 import { agentSidecarMounts, isBlackBoxAgent } from '../agents/presets/index.js';
 import {
@@ -12,6 +11,7 @@ import {
   type RunAgentInput,
   type RunAgentResult,
 } from './black-box-agent.js';
+import { createBatchActivities } from './batch.js';
 import { GatewayAdminClient } from './gateway-admin.js';
 import type { TaskCatalog } from './task-catalog.js';
 import type { EpisodeInput, EpisodeOutcome, RewardSummary, SandboxRef } from './types.js';
@@ -26,7 +26,7 @@ export interface ActivityDeps {
   hostQueue: string;
   /** Where the built-in agent keeps its per-episode state. */
   agentStateDir: string;
-  /** Where batch exports are written (`<exportDir>/<batchId>/`). */
+  /** Where batch files are written (`<exportDir>/<batchId>/`). */
   exportDir: string;
   /** Bytes of command output shown to the model. */
   maxOutputBytes: number;
@@ -273,15 +273,7 @@ export function createActivities(deps: ActivityDeps) {
       });
     },
 
-    /** Writes the batch's Arrow file from the store. */
-    async exportBatch(input: { batchId: string; groupIds: string[] }) {
-      return exportBatch(
-        deps.store,
-        input.batchId,
-        path.join(deps.exportDir, input.batchId),
-        new Set(input.groupIds),
-      );
-    },
+    ...createBatchActivities(deps),
   };
 }
 

@@ -78,40 +78,97 @@ export interface RewardSummary {
   failed: number;
 }
 
-export interface BatchInput {
-  batchId: string;
-  taskSource: string;
+/** What to do with an episode sampled by a policy more than `maxStaleness` versions old. */
+export type StaleAction = 'drop' | 'rerun';
+
+/**
+ * What starts a batch: the one JSON object argument of `batchWorkflow` (a Python trainer sends it
+ * with the Temporal SDK). Only `taskIds` and `n` are required; the workflow applies the defaults
+ * of workflows/batch-request.ts to the rest.
+ */
+export interface BatchRequest {
+  /** Default: the workflow id. */
+  batchId?: string;
+  /** `builtin`, a task pack directory or a task file, as seen by workers. Default `builtin`. */
+  taskSource?: string;
   taskIds: string[];
   /** Samples per task (the GRPO group size). */
   n: number;
-  agentName: string;
-  /** Episodes running at once. */
-  concurrency: number;
-  /** Mark groups whose rewards are all equal as `filtered` and leave them out of the files. */
-  filterUniformGroups: boolean;
-  limits: EpisodeLimits;
-  sampling: Sampling;
+  /** `builtin` or a black-box agent preset. Default `builtin`. */
+  agentName?: string;
+  /** Episodes running at once. Default 8. */
+  concurrency?: number;
+  /** Mark groups whose rewards are all equal as `filtered` and export no file for them. Default true. */
+  filterUniformGroups?: boolean;
+  /** Per-episode limits; each missing key takes its default. */
+  limits?: Partial<EpisodeLimits>;
+  /** Sampling parameters; each missing key takes its default. */
+  sampling?: Partial<Sampling>;
   /**
    * Continue-as-new once the batch's history has this many events, so a 10,000-episode batch never
    * nears Temporal's 51,200-event limit. Default 8,000.
    */
   continueAfterEvents?: number;
+  /** Policy versions an episode's oldest token may lag the current version. Default: no bound. */
+  maxStaleness?: number | null;
+  /** What happens to a stale episode. Default `drop` (a failure with reason `stale`). */
+  staleAction?: StaleAction;
 }
+
+/** A BatchRequest with every default applied: what the batch workflow runs on. */
+export interface BatchInput {
+  batchId: string;
+  taskSource: string;
+  taskIds: string[];
+  n: number;
+  agentName: string;
+  concurrency: number;
+  filterUniformGroups: boolean;
+  limits: EpisodeLimits;
+  sampling: Sampling;
+  continueAfterEvents: number;
+  maxStaleness: number | null;
+  staleAction: StaleAction;
+}
+
+export interface GroupFailure {
+  episode_index: number;
+  reason: string;
+}
+
+/** One written Arrow IPC stream file, as listed in the batch manifest. */
+export interface ManifestFile {
+  uri: string;
+  format: 'arrow-stream';
+  rows: number;
+  sha256: string;
+}
+
+export type GroupStatus = 'finished' | 'failure' | 'filtered';
 
 export interface GroupState {
   groupId: string;
   taskId: string;
   rewards: (number | null)[];
-  failures: { episode_index: number; reason: string }[];
+  failures: GroupFailure[];
+  /** Stale re-runs per sample index (absent: none); the episode id of a re-run says which one. */
+  reruns: Record<number, number>;
+  /** Set once every sample of the group has ended. */
+  status: GroupStatus | null;
+  /** The group's own Arrow file, written when it finished; null for filtered and failed groups. */
+  file: ManifestFile | null;
 }
 
 /** What a batch run carries into its next run after continue-as-new. */
 export interface BatchCarry {
   nextIndex: number;
   groups: GroupState[];
+  /** Indices into `groups`, in the order the groups finished (the `finishedGroups` cursor). */
+  finishedOrder: number[];
   startedAtMs: number;
   episodesOk: number;
   tokens: number;
+  stale: number;
 }
 
 export interface ManifestGroup {
@@ -119,19 +176,42 @@ export interface ManifestGroup {
   task_id: string;
   n_requested: number;
   n_ok: number;
-  status: 'finished' | 'failure' | 'filtered';
+  status: GroupStatus;
   rewards: (number | null)[];
-  failures: { episode_index: number; reason: string }[];
+  failures: GroupFailure[];
 }
 
-/** The batch manifest of ../shared/specs/trajectory.md. */
+/** A finished group as the `finishedGroups` update hands it over: the manifest group and its file. */
+export interface FinishedGroup extends ManifestGroup {
+  file: ManifestFile | null;
+}
+
+/** Input of the `finishedGroups` update: how many finished groups the caller has already seen. */
+export interface FinishedGroupsRequest {
+  after: number;
+}
+
+/** Answer of the `finishedGroups` update. */
+export interface FinishedGroupsAnswer {
+  groups: FinishedGroup[];
+  /** The cursor to send next: `after` plus the groups handed over. */
+  next: number;
+  /** True once the batch has ended and every finished group up to `next` was handed over. */
+  done: boolean;
+}
+
+/**
+ * The batch manifest of ../shared/specs/trajectory.md. Groups are listed in the order they
+ * finished (the order of the `finishedGroups` cursor), each with its file, and `files` lists the
+ * per-group files in that order.
+ */
 export interface BatchManifest {
   schema: 'agent-rollout/v1';
   batch_id: string;
   status: 'complete' | 'partial' | 'cancelled';
-  groups: ManifestGroup[];
-  files: { uri: string; format: 'arrow-stream'; rows: number; sha256: string }[];
-  stats: { episodes: number; chains: number; tokens: number; wall_s: number };
+  groups: FinishedGroup[];
+  files: ManifestFile[];
+  stats: { episodes: number; chains: number; tokens: number; wall_s: number; stale: number };
 }
 
 export interface BatchProgress {
@@ -143,4 +223,8 @@ export interface BatchProgress {
   ok: number;
   infraErrors: number;
   meanReward: number | null;
+  /** Groups whose every sample has ended (the `finishedGroups` cursor can reach this). */
+  groupsFinished: number;
+  /** Episodes found stale: dropped or re-run. */
+  stale: number;
 }

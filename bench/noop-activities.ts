@@ -18,7 +18,8 @@ export function createNoopActivities(hostQueue: string): Activities & { noop(): 
     computeReward: async () => ({ reward: 1, resolved: true, reason: 'resolved', passed: 1, failed: 0 }),
     closeSession: async (input) => ({ sessionId: input.sessionId, chains: 1, turns: 1, toolCalls: 1, rollbacks: 0, rolledBackTokens: 0, tokens: 0, sampledTokens: 0, terminationReason: undefined, minVersion: null, maxVersion: null }),
     finishEpisode: async () => undefined,
-    exportBatch: async () => ({ files: [], chains: 0, tokens: 0 }),
+    exportGroup: async () => ({ uri: 'file:///dev/null', format: 'arrow-stream' as const, rows: 0, sha256: '' }),
+    policyVersion: async () => ({ version: 0 }),
   };
 }
 export type NoopActivities = ReturnType<typeof createNoopActivities>;

@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { BatchInput, EpisodeInput } from '../activities/types.js';
+import type { BatchRequest, EpisodeInput } from '../activities/types.js';
 import { startDevServer } from '../stack/temporal-dev-server.js';
 import { installWorkerRuntime } from '../workers/worker.js';
 import { createNoopActivities, EPISODE_ACTIVITIES } from './noop-activities.js';
@@ -69,8 +69,8 @@ async function main(): Promise<void> {
     console.log(`round ${round + 1} of ${rounds}`);
     totals.baseline += await timed(`baseline: bare workflow, ${EPISODE_ACTIVITIES} no-op activities`, () => startAll('baselineWorkflow', () => [EPISODE_ACTIVITIES]));
     totals.episodes += await timed('episode workflows, started by the client', () => startAll('episodeWorkflow', (i) => [episode(i)]));
-    const batchInput: BatchInput = { batchId: `bench-batch-${run}-${round}`, taskSource: 'builtin', taskIds: Array.from({ length: EPISODES / 4 }, (_, i) => `t${i}`), n: 4, agentName: 'noop', concurrency: 64, filterUniformGroups: false, limits, sampling };
-    totals.batch += await timed('episodes fanned out by one batch workflow', () => client.workflow.execute('batchWorkflow', { taskQueue: TASK_QUEUE, workflowId: batchInput.batchId, args: [batchInput] }));
+    const batchInput: BatchRequest = { batchId: `bench-batch-${run}-${round}`, taskSource: 'builtin', taskIds: Array.from({ length: EPISODES / 4 }, (_, i) => `t${i}`), n: 4, agentName: 'noop', concurrency: 64, filterUniformGroups: false, limits, sampling };
+    totals.batch += await timed('episodes fanned out by one batch workflow', () => client.workflow.execute('batchWorkflow', { taskQueue: TASK_QUEUE, workflowId: batchInput.batchId!, args: [batchInput] }));
   }
   console.log(`over ${rounds} rounds: baseline ${((EPISODES * rounds) / totals.baseline).toFixed(1)} episodes/s, episode ${((EPISODES * rounds) / totals.episodes).toFixed(1)}, batch ${((EPISODES * rounds) / totals.batch).toFixed(1)}`);
   console.log(`ratio episode/baseline throughput: ${(totals.baseline / totals.episodes).toFixed(2)}`);

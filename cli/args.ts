@@ -5,6 +5,7 @@ const CONFIG_FLAGS = {
   'temporal-address': 'temporal.address',
   'gateway-url': 'gateway.url',
   'gateway-port': 'gateway.port',
+  'api-port': 'api.port',
   'data-dir': 'dataDir',
   'model-dir': 'model.dir',
   concurrency: 'batch.concurrency',
@@ -12,7 +13,7 @@ const CONFIG_FLAGS = {
   'sandbox-failure-rate': 'sandbox.createFailureRate',
   'time-scale': 'engineSim.timeScale',
 } as const;
-const NUMERIC = new Set(['gateway.port', 'batch.concurrency', 'sandbox.createFailureRate', 'engineSim.timeScale']);
+const NUMERIC = new Set(['gateway.port', 'api.port', 'batch.concurrency', 'sandbox.createFailureRate', 'engineSim.timeScale']);
 
 export class UsageError extends Error {
   override name = 'UsageError';
@@ -95,6 +96,7 @@ flags:
   --temporal-address A     Temporal front end host:port (default: the embedded dev server)
   --gateway-url URL        gateway base URL (worker)
   --gateway-port P         gateway port
+  --api-port P             batch API port (0: any free port)
   --data-dir DIR           data directory (default .data)
   --model-dir DIR          tokenizer and chat template directory
   --concurrency N          episodes running at once per batch

@@ -1,5 +1,5 @@
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
-import { readdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { BatchManifest } from '../activities/types.js';
 import { ConfigError, loadConfig, type Config } from '../stack/config.js';
@@ -10,7 +10,7 @@ import { AdmissionControl } from '../scheduler/index.js';
 import Database from 'better-sqlite3';
 import { startStack, startStandaloneWorker, type Stack } from '../stack/stack.js';
 import { TaskLoadError } from '../tasks/loader.js';
-import { batchRows, TrajectoryStore, writeArrowStream } from '../trajectory/index.js';
+import { groupsStream } from '../api/batch-files.js';
 import { progressQuery } from '../workflows/queries.js';
 import { parseCliArgs, USAGE, UsageError, type ParsedArgs } from './args.js';
 
@@ -27,6 +27,7 @@ function interrupted(): Promise<string> {
 function printStackInfo(stack: Stack): void {
   say(`Temporal: ${stack.temporalAddress}${stack.uiUrl ? `  (Web UI: ${stack.uiUrl})` : ''}`);
   say(`gateway:  ${stack.gatewayUrl}`);
+  say(`batch API: ${stack.apiUrl}  (OpenAPI: ${stack.apiUrl}/openapi.json)`);
   say(`engines:  ${stack.engines.map((e) => `${e.name}=${e.url}`).join(', ')}`);
   say(`data:     ${stack.config.dataDir}`);
 }
@@ -105,7 +106,7 @@ async function demo(config: Config, args: ParsedArgs): Promise<void> {
 async function dev(config: Config): Promise<void> {
   const stack = await startStack(config, { log: say });
   printStackInfo(stack);
-  say('ready; start batches with `npx rollout batch start --tasks builtin --n 4`; Ctrl-C stops');
+  say(`ready; start batches with \`npx rollout batch start --tasks builtin --n 4\` or POST ${stack.apiUrl}/v1/batches; Ctrl-C stops`);
   await interrupted();
   say('stopping');
   await stack.stop();
@@ -163,15 +164,12 @@ async function batch(config: Config, args: ParsedArgs): Promise<void> {
       case 'export': {
         if (!id) throw new UsageError('batch export needs a batch id');
         if (!args.out) throw new UsageError('batch export needs --out FILE');
+        // The batch's own group files, joined: exactly the rows the manifest lists.
         const manifest = (await client.workflow.getHandle(id).result()) as BatchManifest;
-        const groups = new Set(manifest.groups.filter((g) => g.status === 'finished').map((g) => g.group_id));
-        const store = TrajectoryStore.open(dataPaths(config.dataDir).store);
-        try {
-          const file = await writeArrowStream(path.resolve(args.out), batchRows(store, id, groups));
-          say(`wrote ${file.rows} trajectories to ${file.uri} (sha256 ${file.sha256})`);
-        } finally {
-          store.close();
-        }
+        const out = path.resolve(args.out);
+        await mkdir(path.dirname(out), { recursive: true });
+        await writeFile(out, groupsStream(manifest.groups));
+        say(`wrote ${manifest.files.reduce((sum, f) => sum + f.rows, 0)} trajectories of ${manifest.files.length} groups to ${out}`);
         return;
       }
       default:

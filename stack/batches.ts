@@ -1,6 +1,6 @@
-import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, type Client, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, type Client, type WorkflowHandle } from '@temporalio/client';
 import path from 'node:path';
-import type { BatchInput, BatchManifest, BatchProgress } from '../activities/types.js';
+import type { BatchInput, BatchManifest, BatchProgress, EpisodeLimits, Sampling, StaleAction } from '../activities/types.js';
 import { BUILTIN_TASKS } from '../activities/task-catalog.js';
 import { blackBoxAgentNames, isBlackBoxAgent } from '../agents/presets/index.js';
 import { builtinPackDir, loadTasks } from '../tasks/loader.js';
@@ -8,7 +8,8 @@ import type { batchWorkflow } from '../workflows/batch.js';
 import { progressQuery } from '../workflows/queries.js';
 import type { Config } from './config.js';
 
-export interface BatchRequest {
+/** A batch as the CLI and the HTTP API ask for it; what is left out comes from the configuration. */
+export interface BatchSpec {
   /** Default: `batch-<timestamp>`. */
   batchId?: string;
   /** `builtin`, a task pack directory, or a JSON/JSONL task file. */
@@ -17,6 +18,18 @@ export interface BatchRequest {
   agent: string;
   /** Limit to these task ids (default: all tasks of the source). */
   taskIds?: string[];
+  /** Default: `batch.concurrency`. */
+  concurrency?: number;
+  /** Default: `batch.filterUniformGroups`. */
+  filterUniformGroups?: boolean;
+  /** Each key given replaces the one of `limits`. */
+  limits?: Partial<EpisodeLimits>;
+  /** Each key given replaces the one of `sampling`. */
+  sampling?: Partial<Sampling>;
+  /** Default: no staleness bound. */
+  maxStaleness?: number | null;
+  /** Default `drop`. */
+  staleAction?: StaleAction;
 }
 
 export class BatchRequestError extends Error {
@@ -27,7 +40,7 @@ export class BatchRequestError extends Error {
  * Validates the request against the task source (so a missing file or malformed task fails here,
  * before any workflow starts) and builds the batch workflow's input.
  */
-export async function buildBatchInput(config: Config, request: BatchRequest): Promise<BatchInput> {
+export async function buildBatchInput(config: Config, request: BatchSpec): Promise<BatchInput> {
   const source = request.tasks === BUILTIN_TASKS ? BUILTIN_TASKS : path.resolve(request.tasks);
   const tasks = await loadTasks(source === BUILTIN_TASKS ? builtinPackDir() : source);
   const known = new Set(tasks.map((t) => t.instance_id));
@@ -44,27 +57,31 @@ export async function buildBatchInput(config: Config, request: BatchRequest): Pr
     taskIds,
     n: request.n,
     agentName: request.agent,
-    concurrency: config.batch.concurrency,
-    filterUniformGroups: config.batch.filterUniformGroups,
-    limits: config.limits,
-    sampling: config.sampling,
+    concurrency: request.concurrency ?? config.batch.concurrency,
+    filterUniformGroups: request.filterUniformGroups ?? config.batch.filterUniformGroups,
+    limits: { ...config.limits, ...request.limits },
+    sampling: { ...config.sampling, ...request.sampling },
     continueAfterEvents: config.batch.continueAfterEvents,
+    maxStaleness: request.maxStaleness ?? null,
+    staleAction: request.staleAction ?? 'drop',
   };
 }
 
-/** Starts the batch workflow; its workflow id is the batch id, so starting it twice is refused. */
+/**
+ * Starts the batch workflow, whose workflow id is the batch id. Idempotent: starting an id that
+ * is running or has ended answers the existing batch and starts nothing.
+ */
 export async function startBatch(client: Client, config: Config, input: BatchInput): Promise<WorkflowHandle<typeof batchWorkflow>> {
   try {
     return await client.workflow.start<typeof batchWorkflow>('batchWorkflow', {
       taskQueue: config.temporal.taskQueue,
       workflowId: input.batchId,
       args: [input],
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
     });
   } catch (error) {
-    if (error instanceof WorkflowExecutionAlreadyStartedError) {
-      throw new BatchRequestError(`batch ${input.batchId} already exists; choose another --id`);
-    }
+    if (error instanceof WorkflowExecutionAlreadyStartedError) return client.workflow.getHandle<typeof batchWorkflow>(input.batchId);
     throw error;
   }
 }

@@ -41,6 +41,15 @@ export const ConfigSchema = z
         url: z.string().url().nullable().default(null),
       })
       .prefault({}),
+    /** The trainer-facing HTTP batch API (api/), started with the stack. */
+    api: z
+      .object({
+        /** Interface it listens on. Default 127.0.0.1. */
+        host: z.string().default('127.0.0.1'),
+        /** Port; 0 picks a free one. Default 8400 (the gateway has 8300). */
+        port: z.number().int().min(0).default(8400),
+      })
+      .prefault({}),
     model: z
       .object({
         dir: z.string().nullable().default(null),

@@ -17,6 +17,7 @@ import { TrajectoryStore } from '../trajectory/index.js';
 import { hostQueueOf, installWorkerRuntime, RolloutWorker } from '../workers/worker.js';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { ConfigError, type Config } from './config.js';
+import { buildApiServer } from '../api/index.js';
 import { adminToken, dataPaths } from './paths.js';
 import { startDevServer, type DevServer } from './temporal-dev-server.js';
 import { PROJECT_ROOT } from './temporal-binary.js';
@@ -28,6 +29,8 @@ export interface Stack {
   temporalAddress: string;
   uiUrl: string | null;
   gatewayUrl: string;
+  /** The trainer-facing HTTP batch API. */
+  apiUrl: string;
   engines: InstanceConfig[];
   client: Client;
   store: TrajectoryStore;
@@ -142,12 +145,19 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     stops.push(() => connection.close());
     const client = new Client({ connection, namespace: config.temporal.namespace });
 
+    const api = buildApiServer({ config, client, exportDir: paths.exports, gateway: { url: gatewayUrl, adminToken: token } });
+    await api.listen({ host: config.api.host, port: config.api.port });
+    stops.push(() => api.close());
+    const apiAddress = api.server.address();
+    const apiUrl = `http://${config.api.host}:${typeof apiAddress === 'object' && apiAddress ? apiAddress.port : config.api.port}`;
+    log(`batch API listening on ${apiUrl} (OpenAPI at ${apiUrl}/openapi.json)`);
+
     let worker: RolloutWorker | undefined;
     if (parts.worker ?? true) {
       worker = await startWorker(config, { temporalAddress, gatewayUrl, engines, isAvailable, store, tasks, workflowBundle: parts.workflowBundle, stops });
       log(`worker polling ${config.temporal.taskQueue} and ${hostQueueOf(config.temporal.taskQueue, config.worker.hostId)}`);
     }
-    return { config, temporalAddress, uiUrl: devServer?.uiUrl ?? null, gatewayUrl, engines, client, store, worker, stop };
+    return { config, temporalAddress, uiUrl: devServer?.uiUrl ?? null, gatewayUrl, apiUrl, engines, client, store, worker, stop };
   } catch (error) {
     await stop();
     throw error;

@@ -298,6 +298,14 @@ export class TrajectoryStore {
     return rows.map(toEpisode);
   }
 
+  /** The episodes of one group of a batch (re-runs included), in sample order. */
+  listGroupEpisodes(batchId: string, groupId: string): EpisodeRecord[] {
+    const rows = this.db
+      .prepare('SELECT * FROM episodes WHERE batch_id = ? AND group_id = ? ORDER BY episode_index, episode_id')
+      .all(batchId, groupId) as EpisodeRow[];
+    return rows.map(toEpisode);
+  }
+
   close(): void {
     this.db.close();
   }

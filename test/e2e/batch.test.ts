@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BatchManifest } from '../../activities/types.js';
+import type { BatchManifest, BatchProgress } from '../../activities/types.js';
 import { buildBatchInput, followBatch, startBatch } from '../../stack/batches.js';
 import { startStack, type Stack } from '../../stack/stack.js';
 import { builtinPackDir, loadTasks } from '../../tasks/loader.js';
@@ -14,6 +14,7 @@ let stack: Stack;
 let manifest: BatchManifest;
 const batchId = `e2e-${Date.now()}`;
 const badRequests: { status: number; body: unknown }[] = [];
+const progress: BatchProgress[] = [];
 
 beforeAll(async () => {
   engines = await startTestEngines({ count: 2, wanderProbability: 0.4 });
@@ -26,6 +27,7 @@ beforeAll(async () => {
   manifest = await followBatch(
     handle,
     (p) => {
+      progress.push(p);
       if (poked || p.done === 0) return;
       poked = true;
       // Bad input while the batch runs: clear errors, and the batch must not notice.
@@ -62,6 +64,13 @@ describe('a batch of the built-in task pack on a real Temporal server', () => {
     expect(manifest.stats.episodes).toBe(16);
   });
 
+  it('counted finished groups in its progress as they ended, across continue-as-new', () => {
+    const counts = progress.map((p) => p.groupsFinished);
+    expect(counts.some((c) => c > 0 && c < 8)).toBe(true);
+    expect(counts).toEqual([...counts].sort((a, b) => a - b));
+    expect(progress.every((p) => p.stale === 0)).toBe(true);
+  });
+
   it('gives every episode the reward its hidden tests decide', async () => {
     const tasks = new Map((await loadTasks(builtinPackDir())).map((t) => [t.instance_id, scriptForTask(t)]));
     const episodes = stack.store.listEpisodes(batchId);
@@ -77,11 +86,17 @@ describe('a batch of the built-in task pack on a real Temporal server', () => {
     }
   });
 
-  it('exports token-exact trajectories of the finished groups only', () => {
-    const rows = readTrajectories(manifest.files[0]!.uri);
-    const finished = new Set(manifest.groups.filter((g) => g.status === 'finished').map((g) => g.group_id));
-    expect(rows.length).toBe(manifest.files[0]!.rows);
-    expect(new Set(rows.map((r) => r.group_id))).toEqual(finished);
+  it('exports token-exact trajectories of each finished group to its own file', () => {
+    const finished = manifest.groups.filter((g) => g.status === 'finished');
+    expect(manifest.files).toEqual(finished.map((g) => g.file));
+    for (const group of manifest.groups) if (group.status !== 'finished') expect(group.file).toBeNull();
+    const rows = finished.flatMap((group) => {
+      const groupRows = readTrajectories(group.file!.uri);
+      expect(groupRows.length).toBe(group.file!.rows);
+      expect(new Set(groupRows.map((r) => r.group_id))).toEqual(new Set([group.group_id]));
+      return groupRows;
+    });
+    expect(manifest.stats.chains).toBe(rows.length);
     for (const row of rows) {
       expectConsistentRow(row, engines.recorded);
       expect(row.trajectory_id).toBe(`${row.group_id}_${row.episode_index}_${row.chain_index}`);
@@ -90,7 +105,7 @@ describe('a batch of the built-in task pack on a real Temporal server', () => {
     // Each episode appears once: one final chain per (group, sample).
     const finals = rows.filter((r) => r.is_final_chain).map((r) => r.episode_id);
     expect(new Set(finals).size).toBe(finals.length);
-    expect(finals.length).toBe(finished.size * 2);
+    expect(finals.length).toBe(finished.length * 2);
   });
 
   it('answered bad requests with clear errors without disturbing the batch', () => {

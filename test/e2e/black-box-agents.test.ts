@@ -20,7 +20,7 @@ if (!installed) console.warn('black-box agent e2e skipped: run `bash scripts/ins
 describe.skipIf(!installed)('a batch run by an unmodified agent program (OpenCode) on Temporal', () => {
   it('runs the agent in its sandbox through the gateway bridge and scores it with the hidden tests', { timeout: 240_000 }, async () => {
     engines = await startTestEngines({ count: 1, wanderProbability: 0 });
-    // Uniform rewards are kept so the file holds every episode.
+    // Uniform rewards are kept so the group files hold every episode.
     const config = testConfig({ engines: engines.instances, agent: { name: 'opencode' }, batch: { concurrency: 2, filterUniformGroups: false } });
     stack = await startStack(config);
     const batchId = `opencode-${Date.now()}`;
@@ -29,7 +29,7 @@ describe.skipIf(!installed)('a batch run by an unmodified agent program (OpenCod
 
     expect(manifest.status).toBe('complete');
     expect(manifest.groups.map((g) => g.rewards)).toEqual([[1], [1]]);
-    const rows = readTrajectories(manifest.files[0]!.uri);
+    const rows = manifest.files.flatMap((f) => readTrajectories(f.uri));
     for (const row of rows) expectConsistentRow(row, engines.recorded);
     // OpenCode asks for a title on a chain of its own; the agent loop is the final chain.
     for (const groupRows of [0, 1].map((i) => rows.filter((r) => r.group_id === manifest.groups[i]!.group_id))) {

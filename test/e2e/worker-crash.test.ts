@@ -61,7 +61,7 @@ describe('a worker killed in the middle of a batch', () => {
     const episodes = stack.store.listEpisodes(batchId);
     expect(episodes).toHaveLength(16);
     expect(new Set(episodes.map((e) => e.episodeId)).size).toBe(16);
-    const rows = readTrajectories(manifest.files[0]!.uri);
+    const rows = manifest.files.flatMap((f) => readTrajectories(f.uri));
     const finals = rows.filter((r) => r.is_final_chain);
     expect(new Set(finals.map((r) => r.episode_id)).size).toBe(finals.length);
     const finished = manifest.groups.filter((g) => g.status === 'finished').length;

@@ -55,6 +55,7 @@ export function testConfig(overrides: Record<string, unknown> & { engines: TestE
     dataDir: mkdtempSync(path.join(os.tmpdir(), 'rollout-test-')),
     temporal: { address: inject('temporalAddress'), taskQueue: `test-${id}` },
     gateway: { port: 0 },
+    api: { port: 0 },
     worker: { hostId: `host-${id}` },
     limits: { commandTimeoutMs: 30_000 },
   };

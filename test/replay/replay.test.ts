@@ -22,8 +22,10 @@ beforeAll(async () => {
 });
 
 describe('workflow replay of recorded histories (npm run replay:record)', () => {
-  it('has histories of batch runs (one continued as new) and episodes', () => {
-    expect(histories.filter((h) => h.file.startsWith('replay-batch.')).length).toBeGreaterThan(1);
+  it('has histories of batch runs (one continued as new, with finishedGroups updates) and episodes', () => {
+    const batches = histories.filter((h) => h.file.startsWith('replay-batch.'));
+    expect(batches.length).toBeGreaterThan(1);
+    expect(batches.some((h) => h.history.events?.some((e) => e.workflowExecutionUpdateAcceptedEventAttributes))).toBe(true);
     expect(histories.filter((h) => h.file.includes('_')).length).toBeGreaterThan(0);
   });
 

@@ -1,0 +1,162 @@
+import { z } from 'zod';
+
+/**
+ * Every shape the HTTP API takes or gives, as zod schemas: routes validate with them and the
+ * OpenAPI document is generated from them. Keys are snake_case, like the manifest.
+ */
+
+/** Batch ids become workflow ids, directory names and (with `_` replaced) group id prefixes. */
+export const BatchIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/, 'letters, digits, ".", "_" and "-", at most 200, starting with a letter or digit');
+
+export const BatchParams = z.object({ id: BatchIdSchema });
+
+export const CreateBatchBody = z
+  .object({
+    batch_id: BatchIdSchema.optional().describe('Default: batch-<timestamp>. Starting an existing id again answers that batch.'),
+    tasks: z.string().min(1).optional().describe('`builtin`, a task pack directory or a JSON/JSONL task file. Default: config `batch.tasks`.'),
+    task_ids: z.array(z.string().min(1)).min(1).optional().describe('Default: every task of the source.'),
+    n: z.number().int().positive().optional().describe('Samples per task (GRPO group size). Default: config `batch.n`.'),
+    agent: z.string().min(1).optional().describe('`builtin` or a black-box agent preset. Default: config `agent.name`.'),
+    concurrency: z.number().int().positive().optional().describe('Episodes running at once. Default: config `batch.concurrency`.'),
+    filter_uniform_groups: z.boolean().optional().describe('Mark groups whose rewards are all equal as `filtered`. Default: config `batch.filterUniformGroups`.'),
+    max_staleness: z.number().int().nonnegative().nullable().optional().describe('Policy versions an episode may lag. Default: no bound.'),
+    stale_action: z.enum(['drop', 'rerun']).optional().describe('Default `drop`.'),
+    limits: z
+      .object({
+        max_turns: z.number().int().positive(),
+        max_context_tokens: z.number().int().positive(),
+        max_wall_time_ms: z.number().int().positive(),
+        max_infra_attempts: z.number().int().positive(),
+        command_timeout_ms: z.number().int().positive(),
+      })
+      .partial()
+      .strict()
+      .optional()
+      .describe('Each key given replaces the configured one.'),
+    sampling: z
+      .object({ temperature: z.number().min(0).max(2), top_p: z.number().gt(0).max(1), max_tokens: z.number().int().positive() })
+      .partial()
+      .strict()
+      .optional()
+      .describe('Each key given replaces the configured one.'),
+  })
+  .strict();
+export type CreateBatchBody = z.infer<typeof CreateBatchBody>;
+
+export const CreateBatchAnswer = z.object({ batch_id: z.string() });
+
+export const Progress = z.object({
+  batch_id: z.string(),
+  total: z.number().int(),
+  started: z.number().int(),
+  running: z.number().int(),
+  done: z.number().int(),
+  ok: z.number().int(),
+  infra_errors: z.number().int(),
+  mean_reward: z.number().nullable(),
+  groups_finished: z.number().int(),
+  stale: z.number().int(),
+});
+
+export const ManifestFile = z.object({ uri: z.string(), format: z.literal('arrow-stream'), rows: z.number().int(), sha256: z.string() });
+
+export const FinishedGroup = z.object({
+  group_id: z.string(),
+  task_id: z.string(),
+  n_requested: z.number().int(),
+  n_ok: z.number().int(),
+  status: z.enum(['finished', 'failure', 'filtered']),
+  rewards: z.array(z.number().nullable()),
+  failures: z.array(z.object({ episode_index: z.number().int(), reason: z.string() })),
+  file: ManifestFile.nullable(),
+});
+
+export const Manifest = z.object({
+  schema: z.literal('agent-rollout/v1'),
+  batch_id: z.string(),
+  status: z.enum(['complete', 'partial', 'cancelled']),
+  groups: z.array(FinishedGroup),
+  files: z.array(ManifestFile),
+  stats: z.object({ episodes: z.number().int(), chains: z.number().int(), tokens: z.number().int(), wall_s: z.number(), stale: z.number().int() }),
+});
+
+export const BatchStatusAnswer = z.object({
+  batch_id: z.string(),
+  status: z.enum(['running', 'completed', 'failed', 'cancelled', 'terminated', 'timed_out', 'unknown']).describe('The batch workflow status.'),
+  progress: Progress.nullable(),
+  manifest: Manifest.nullable().describe('The result, once the batch workflow has completed.'),
+  acked_group_ids: z.array(z.string()),
+  logprob_reports: z.array(z.string()).describe('file:// URIs of the stored log-prob consistency reports, oldest first.'),
+});
+
+export const GroupsQuery = z.object({
+  after: z.coerce.number().int().nonnegative().default(0).describe('Finished groups already seen (the cursor).'),
+  timeout_s: z.coerce.number().min(0).max(300).default(30).describe('Longest wait for a group past the cursor, seconds.'),
+});
+
+export const GroupsAnswer = z.object({
+  groups: z.array(FinishedGroup),
+  next: z.number().int().describe('The cursor to send next.'),
+  done: z.boolean().describe('The batch has ended and every finished group was handed over.'),
+});
+
+export const DataQuery = z.object({
+  group_id: z.union([z.string(), z.array(z.string())]).optional().describe('Only these groups (repeat the parameter for several).'),
+  unacked: z.enum(['true', 'false']).default('false').describe('Only groups not acknowledged yet.'),
+});
+
+export const AckBody = z.object({ group_ids: z.array(z.string().min(1)).min(1) }).strict();
+export const AckAnswer = z.object({ batch_id: z.string(), acked_group_ids: z.array(z.string()) });
+
+export const CancelAnswer = z.object({ batch_id: z.string(), status: z.literal('cancel_requested') });
+
+export const LogprobsBody = z
+  .object({
+    trajectories: z
+      .array(
+        z
+          .object({
+            trajectory_id: z.string().min(1),
+            logprobs: z.array(z.number()).describe('The trainer log-prob of each token, over the layout.'),
+            layout: z
+              .enum(['response', 'sequence'])
+              .default('response')
+              .describe('`response`: one value per token of input_ids[prompt_length:] (verl `responses`); `sequence`: one per token of input_ids. Only sampled tokens are compared.'),
+          })
+          .strict(),
+      )
+      .min(1),
+    top_k: z.number().int().min(1).max(1000).default(5).describe('Worst trajectories to list.'),
+  })
+  .strict();
+export type LogprobsBody = z.infer<typeof LogprobsBody>;
+
+export const TrajectoryDiff = z.object({
+  trajectory_id: z.string(),
+  tokens: z.number().int(),
+  mean_abs_prob_diff: z.number(),
+  max_abs_prob_diff: z.number(),
+});
+
+export const LogprobReport = z.object({
+  batch_id: z.string(),
+  report_uri: z.string(),
+  created_at: z.string(),
+  trajectories: z.number().int(),
+  tokens: z.number().int().describe('Sampled tokens compared.'),
+  pearson: z.number().nullable().describe('Pearson correlation of rollout and trainer token probabilities (null under 2 tokens or no variance).'),
+  mean_abs_prob_diff: z.number(),
+  max_abs_prob_diff: z.number(),
+  std_abs_prob_diff: z.number(),
+  worst: z.array(TrajectoryDiff).describe('Trajectories with the largest mean absolute probability difference.'),
+});
+export type LogprobReport = z.infer<typeof LogprobReport>;
+
+export const PolicyState = z.object({ version: z.number().int(), paused: z.boolean() });
+export const PauseBody = z.object({ mode: z.enum(['finish', 'abort']) }).strict();
+export const PauseAnswer = PolicyState.extend({ paused: z.literal(true), finished: z.number().int(), aborted: z.number().int() });
+export const ResumeBody = z.object({ version: z.number().int().nonnegative() }).strict();
+
+export const ErrorAnswer = z.object({ error: z.object({ type: z.string(), message: z.string() }) });

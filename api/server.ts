@@ -1,0 +1,50 @@
+import type { Client } from '@temporalio/client';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { GatewayAdminClient } from '../activities/gateway-admin.js';
+import type { Config } from '../stack/config.js';
+import { BatchFiles } from './batch-files.js';
+import { BatchService } from './batch-service.js';
+import { ApiError } from './errors.js';
+import { openApiDocument } from './openapi.js';
+import { registerRoute } from './route.js';
+import { apiRoutes } from './routes.js';
+
+/** Largest request body: log-probs of a large batch are long JSON arrays. */
+const BODY_LIMIT_BYTES = 256 * 1024 * 1024;
+
+export interface ApiDeps {
+  config: Config;
+  client: Client;
+  /** Where the batch files are (`<exportDir>/<batchId>/`). */
+  exportDir: string;
+  gateway: { url: string; adminToken: string };
+}
+
+/**
+ * The trainer-facing HTTP API: batches (start, status, long-poll for finished groups, Arrow data,
+ * ack, cancel, log-prob consistency) and the policy routes forwarded to the gateway. Every input is
+ * validated with zod; every error answers `{"error": {"type", "message"}}`; GET /openapi.json is
+ * generated from the same schemas.
+ */
+export function buildApiServer(deps: ApiDeps): FastifyInstance {
+  const app = Fastify({ logger: false, bodyLimit: BODY_LIMIT_BYTES });
+  const routes = apiRoutes({
+    config: deps.config,
+    batches: new BatchService(deps.client, deps.config),
+    files: new BatchFiles(deps.exportDir),
+    gateway: new GatewayAdminClient(deps.gateway),
+  });
+  for (const route of routes) registerRoute(app, route);
+  const document = openApiDocument(routes, { title: 'agent-rollout batch API', version: '1' });
+  app.get('/openapi.json', async () => document);
+
+  app.setErrorHandler((error, _request, reply) => {
+    if (error instanceof ApiError) return reply.code(error.status).send(error.envelope());
+    const status = (error as { statusCode?: number }).statusCode;
+    // Fastify's own client errors (malformed JSON, wrong content type, body too large).
+    if (status && status >= 400 && status < 500) return reply.code(status).send({ error: { type: 'invalid_request', message: (error as Error).message } });
+    return reply.code(500).send({ error: { type: 'internal_error', message: (error as Error).message } });
+  });
+  app.setNotFoundHandler((request, reply) => reply.code(404).send({ error: { type: 'not_found', message: `no route ${request.method} ${request.url}` } }));
+  return app;
+}

@@ -1,0 +1,107 @@
+import { Client, Connection } from '@temporalio/client';
+import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { BatchManifest, BatchRequest, FinishedGroup, FinishedGroupsAnswer } from '../../activities/types.js';
+import { installWorkerRuntime } from '../../workers/worker.js';
+import { finishedGroupsUpdate } from '../../workflows/updates.js';
+
+const taskQueue = `batch-workflow-${Date.now().toString(36)}`;
+const exported: { groupId: string; episodeIds: string[] }[] = [];
+let worker: Worker;
+let running: Promise<void>;
+let connection: Connection;
+let client: Client;
+
+beforeAll(async () => {
+  installWorkerRuntime();
+  const workflowBundle = await bundleWorkflowCode({
+    workflowsPath: path.join(path.dirname(fileURLToPath(import.meta.url)), 'scripted-episodes.ts'),
+    logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} },
+  });
+  worker = await Worker.create({
+    connection: await NativeConnection.connect({ address: inject('temporalAddress') }),
+    taskQueue,
+    workflowBundle,
+    activities: {
+      // The current policy version is 10: first runs (version 0) are 10 versions behind.
+      policyVersion: async () => ({ version: 10 }),
+      exportGroup: async (input: { batchId: string; groupId: string; episodeIds: string[] }) => {
+        exported.push({ groupId: input.groupId, episodeIds: input.episodeIds });
+        return { uri: `file:///groups/${input.groupId}.arrow`, format: 'arrow-stream', rows: input.episodeIds.length, sha256: 'x' };
+      },
+    },
+  });
+  running = worker.run();
+  connection = await Connection.connect({ address: inject('temporalAddress') });
+  client = new Client({ connection });
+});
+
+afterAll(async () => {
+  worker?.shutdown();
+  await running;
+  await connection?.close();
+});
+
+const request = (batchId: string, extra: Partial<BatchRequest>): BatchRequest => ({
+  batchId,
+  taskIds: ['t0', 't1', 't2', 't3', 't4', 't5'],
+  n: 2,
+  concurrency: 3,
+  filterUniformGroups: false,
+  ...extra,
+});
+
+describe('the batch workflow with scripted episodes on a real Temporal server', () => {
+  it('hands every group over exactly once through the update, across continue-as-new', async () => {
+    const batchId = `cursor-${Date.now()}`;
+    const handle = await client.workflow.start('batchWorkflow', { taskQueue, workflowId: batchId, args: [request(batchId, { continueAfterEvents: 40 })] });
+    const seen: FinishedGroup[] = [];
+    let cursor = 0;
+    for (;;) {
+      const answer: FinishedGroupsAnswer = await handle.executeUpdate(finishedGroupsUpdate, { args: [{ after: cursor }] }).catch(() => ({ groups: [], next: cursor, done: false }));
+      seen.push(...answer.groups);
+      cursor = answer.next;
+      if (answer.done) break;
+      // The last run ended between two updates: the manifest has the rest.
+      if ((await handle.describe()).status.name === 'COMPLETED') break;
+    }
+    const manifest = (await handle.result()) as BatchManifest;
+    expect(seen.length).toBeGreaterThan(0);
+    expect(manifest.groups.slice(0, seen.length)).toEqual(seen);
+    expect(new Set(manifest.groups.map((g) => g.group_id)).size).toBe(6);
+    expect(manifest.status).toBe('complete');
+    let runs = 0;
+    for await (const _ of client.workflow.list({ query: `WorkflowId = "${batchId}"` })) runs++;
+    expect(runs).toBeGreaterThan(1);
+  });
+
+  it('drops stale episodes as failures `stale` when staleAction is drop', async () => {
+    const batchId = `stale-drop-${Date.now()}`;
+    const manifest = (await client.workflow.execute('batchWorkflow', { taskQueue, workflowId: batchId, args: [request(batchId, { maxStaleness: 3 })] })) as BatchManifest;
+    expect(manifest.stats.stale).toBe(12);
+    expect(manifest.status).toBe('partial');
+    for (const group of manifest.groups) {
+      expect(group).toMatchObject({ status: 'failure', n_ok: 0, file: null });
+      expect(group.failures.map((f) => f.reason.split(':')[0])).toEqual(['stale', 'stale']);
+    }
+  });
+
+  it('re-runs stale episodes when staleAction is rerun, and exports the re-runs', async () => {
+    const batchId = `stale-rerun-${Date.now()}`;
+    const manifest = (await client.workflow.execute('batchWorkflow', { taskQueue, workflowId: batchId, args: [request(batchId, { maxStaleness: 3, staleAction: 'rerun' })] })) as BatchManifest;
+    expect(manifest.stats.stale).toBe(12);
+    expect(manifest.status).toBe('complete');
+    for (const group of manifest.groups) expect(group).toMatchObject({ status: 'finished', n_ok: 2, rewards: [0, 1], failures: [] });
+    const exports = exported.filter((e) => e.groupId.startsWith(batchId));
+    expect(exports).toHaveLength(6);
+    for (const e of exports) expect(e.episodeIds.every((id) => id.endsWith('.r1'))).toBe(true);
+  });
+
+  it('keeps episodes within the bound', async () => {
+    const batchId = `fresh-${Date.now()}`;
+    const manifest = (await client.workflow.execute('batchWorkflow', { taskQueue, workflowId: batchId, args: [request(batchId, { maxStaleness: 10 })] })) as BatchManifest;
+    expect(manifest).toMatchObject({ status: 'complete', stats: { stale: 0 } });
+  });
+});
