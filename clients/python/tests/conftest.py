@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -34,7 +33,13 @@ FULL_OPTIONS = {
     "agent_name": "builtin",
     "concurrency": 8,
     "filter_uniform_groups": False,
-    "limits": {"max_turns": 30, "max_context_tokens": 32768, "max_wall_time_ms": 600_000, "max_infra_attempts": 3, "command_timeout_ms": 60_000},
+    "limits": {
+        "max_turns": 30,
+        "max_context_tokens": 32768,
+        "max_wall_time_ms": 600_000,
+        "max_infra_attempts": 3,
+        "command_timeout_ms": 60_000,
+    },
     "sampling": {"temperature": 1, "top_p": 1, "max_tokens": 4096},
 }
 BATCH_TASKS = ["py-slugify-1", "js-csv-split-1", "py-roman-numerals-1"]
@@ -50,7 +55,6 @@ def free_port() -> int:
 @dataclass(frozen=True)
 class DevStack:
     temporal_address: str
-    gateway_url: str
     api_url: str | None
     data_dir: Path
     log: Path
@@ -116,9 +120,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"`npx rollout dev` did not become ready:\n{text}")
             time.sleep(0.2)
-        gateway = re.search(r"^gateway:\s+(\S+)", text, re.M)
-        assert gateway, text
-        yield DevStack(f"127.0.0.1:{temporal_port}", gateway.group(1), api_url, data_dir, log)
+        yield DevStack(f"127.0.0.1:{temporal_port}", api_url, data_dir, log)
     finally:
         _stop(proc, data_dir)
 

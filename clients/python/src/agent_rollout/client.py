@@ -148,6 +148,8 @@ class RolloutClient:
         done. ``after`` (default 0) is the number of groups already taken, to resume after a restart.
         Filtered and failed groups are yielded too (their ``file`` is None).
         """
+        if after < 0:
+            raise ValueError(f"after must be >= 0, got {after}")
         handle = self.handle(batch_id)
         cursor = after
         while True:
