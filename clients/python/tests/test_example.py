@@ -24,7 +24,7 @@ def test_grpo_loop_runs_two_steps_and_bumps_the_policy_version_each_time(stack: 
     version = asyncio.run(stack.client().policy())["version"]
     done = subprocess.run(
         [sys.executable, str(EXAMPLE), "--temporal-address", stack.temporal_address, "--api-url", stack.api_url]
-        + ["--task-queue", TASK_QUEUE, "--n", "3", "--run", "example", "--tasks", "py-slugify-1", "js-csv-split-1"],
+        + ["--task-queue", TASK_QUEUE, "--n", "2", "--run", "example", "--tasks", "py-slugify-1", "js-csv-split-1"],
         check=False,
         capture_output=True,
         text=True,

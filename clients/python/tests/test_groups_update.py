@@ -12,7 +12,7 @@ import pytest
 import recorded
 from conftest import BATCH_N, TASK_QUEUE, DevStack
 
-from agent_rollout import FinishedGroup, Manifest, NoGroupDataError, Progress, RolloutClient
+from agent_rollout import BatchClosedError, FinishedGroup, Manifest, NoGroupDataError, Progress, RolloutClient
 
 pytestmark = pytest.mark.batch_api
 
@@ -25,8 +25,7 @@ class Streamed:
     groups: list[FinishedGroup]
     manifest: Manifest
     progress: Progress
-    resumed: list[FinishedGroup]
-    past_the_end: list[FinishedGroup]
+    from_manifest: list[FinishedGroup]
 
 
 @pytest.fixture(scope="module")
@@ -39,9 +38,8 @@ def streamed(stack: DevStack) -> Streamed:
         groups = [g async for g in client.iter_groups(batch_id)]
         manifest = await client.result(batch_id)
         progress = await client.progress(batch_id)
-        resumed = [g async for g in client.iter_groups(batch_id, after=2)]
-        past_the_end = [g async for g in client.iter_groups(batch_id, after=len(groups))]
-        return Streamed(batch_id, groups, manifest, progress, resumed, past_the_end)
+        from_manifest = [g async for g in client.iter_groups(batch_id)]
+        return Streamed(batch_id, groups, manifest, progress, from_manifest)
 
     return asyncio.run(run())
 
@@ -84,6 +82,29 @@ def test_the_manifest_lists_the_group_files(streamed: Streamed) -> None:
     assert table.num_rows == sum(g.read_table().num_rows for g in streamed.groups if g.file is not None)
 
 
-def test_the_cursor_resumes_after_the_groups_already_taken(streamed: Streamed) -> None:
-    assert [g.group_id for g in streamed.resumed] == [g.group_id for g in streamed.groups[2:]]
-    assert streamed.past_the_end == []
+def test_a_closed_batch_hands_its_groups_over_from_the_manifest(streamed: Streamed) -> None:
+    assert sorted((g.group_id, g.status, g.file and g.file["uri"]) for g in streamed.from_manifest) == sorted(
+        (g.group_id, g.status, g.file and g.file["uri"]) for g in streamed.groups
+    )
+    for group in streamed.from_manifest:
+        if group.file is not None:
+            assert set(group.read_table().column("group_id").to_pylist()) == {group.group_id}
+
+
+def test_the_cursor_resumes_after_the_groups_already_taken(stack: DevStack) -> None:
+    """One episode at a time, so the batch is still running when the second iterator starts."""
+
+    async def run() -> None:
+        client = await RolloutClient.connect(stack.temporal_address, task_queue=TASK_QUEUE)
+        batch_id = await client.start_batch(TASKS[:3], 2, concurrency=1, filter_uniform_groups=False)
+        first = client.iter_groups(batch_id)
+        taken = [await anext(first)]
+        await first.aclose()
+        rest = [g async for g in client.iter_groups(batch_id, after=1)]
+        manifest = await client.result(batch_id)
+        assert sorted(g.group_id for g in taken + rest) == sorted(g["group_id"] for g in manifest["groups"])
+        assert all(g.file is not None for g in taken + rest)
+        with pytest.raises(BatchClosedError):
+            [g async for g in client.iter_groups(batch_id, after=1)]
+
+    asyncio.run(run())

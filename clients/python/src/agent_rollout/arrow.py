@@ -97,6 +97,16 @@ def read_file(ref: FileRef, verify: bool = True) -> pa.Table:
     return table
 
 
+def first_group_id(ref: FileRef) -> str | None:
+    """The ``group_id`` of a file's first row (reading only its first record batch); None for an empty file."""
+    with pa.memory_map(str(file_path(ref["uri"]))) as source:
+        reader = pa.ipc.open_stream(source)
+        for batch in reader:
+            if batch.num_rows:
+                return batch.column(batch.schema.get_field_index("group_id"))[0].as_py()
+    return None
+
+
 def read_files(refs: Iterable[FileRef], verify: bool = True) -> pa.Table:
     """All rows of several files in one table; an empty table with :data:`TRAJECTORY_SCHEMA` when there are none."""
     tables = [read_file(ref, verify) for ref in refs]

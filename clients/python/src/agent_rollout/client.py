@@ -8,12 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
 
 from . import arrow
-from .errors import ApiNotConfiguredError, NoGroupDataError
+from .errors import ApiNotConfiguredError, BatchClosedError, NoGroupDataError
 from .http import HttpApi, PauseMode
 from .request import batch_request, new_batch_id
 from .types import Failure, FileRef, Manifest, Progress
@@ -59,7 +61,27 @@ class FinishedGroup:
         """The group's trajectory rows (one per chain); ``verify`` (default True) checks sha256 and rows."""
         if self.file is None:
             raise NoGroupDataError(f"group {self.group_id} has status {self.status} and no file")
-        return arrow.read_file(self.file, verify)
+        table = arrow.read_file(self.file, verify)
+        mine = pc.equal(table.column("group_id"), self.group_id)
+        # A file shared by several groups (a whole-batch file) holds other groups' rows too.
+        return table if pc.all(mine).as_py() is not False else table.filter(mine)
+
+
+def manifest_groups(manifest: Manifest) -> list[FinishedGroup]:
+    """
+    The manifest's groups, each with its own file: the group's ``file`` key when the manifest
+    carries one, else the listed file whose first row is the group's (read from its first record batch).
+    """
+    by_group: dict[str, FileRef] = {}
+    if any(g["status"] == "finished" and "file" not in g for g in manifest["groups"]):
+        for ref in manifest["files"]:
+            first = arrow.first_group_id(ref)
+            if first is not None:
+                by_group.setdefault(first, ref)
+    return [
+        FinishedGroup.from_json({"file": by_group.get(g["group_id"]) if g["status"] == "finished" else None, **g})
+        for g in manifest["groups"]
+    ]
 
 
 class RolloutClient:
@@ -145,17 +167,35 @@ class RolloutClient:
     async def iter_groups(self, batch_id: str, after: int = 0) -> AsyncIterator[FinishedGroup]:
         """
         Yields each group as soon as it has finished, in finishing order, and ends when the batch is
-        done. ``after`` (default 0) is the number of groups already taken, to resume after a restart.
-        Filtered and failed groups are yielded too (their ``file`` is None).
+        done. Filtered and failed groups are yielded too (their ``file`` is None).
+
+        ``after`` (default 0) is the number of groups already taken, to resume after a restart.
+        A closed workflow takes no update, so once the batch has closed the groups not yet yielded
+        come from its manifest (in manifest order); resuming with ``after > 0`` on a closed batch
+        raises :class:`BatchClosedError`, as which groups were taken is then unknown: use
+        :meth:`result`.
         """
         if after < 0:
             raise ValueError(f"after must be >= 0, got {after}")
         handle = self.handle(batch_id)
         cursor = after
+        yielded: set[str] = set()
         while True:
-            page = await handle.execute_update("finishedGroups", {"after": cursor})
-            for group in page["groups"]:
-                yield FinishedGroup.from_json(group)
+            try:
+                page = await handle.execute_update("finishedGroups", {"after": cursor})
+            except RPCError:
+                if (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
+                    raise
+                if cursor > 0 and not yielded:
+                    raise BatchClosedError(f"batch {batch_id} has closed; its groups are in result({batch_id!r})") from None
+                for group in manifest_groups(await handle.result()):
+                    if group.group_id not in yielded:
+                        yield group
+                return
+            for obj in page["groups"]:
+                group = FinishedGroup.from_json(obj)
+                yielded.add(group.group_id)
+                yield group
             cursor = page["next"]
             if page["done"]:
                 return
