@@ -180,3 +180,19 @@ def test_reading_a_file_that_differs_from_the_manifest_fails(finished_batch: Fin
         RolloutClient.read_table({**finished_batch.manifest, "files": [{**ref, "rows": ref["rows"] + 1}]})
     with pytest.raises(FileCheckError, match="file://"):
         RolloutClient.read_table({**finished_batch.manifest, "files": [{**ref, "uri": "s3://bucket/part.arrow"}]})
+
+
+def test_a_closed_batch_hands_over_each_group_with_its_own_rows(stack: DevStack, finished_batch: FinishedBatch) -> None:
+    chains = recorded.chains(stack.store, finished_batch.batch_id)
+
+    async def run() -> list:
+        client = await RolloutClient.connect(stack.temporal_address, task_queue=TASK_QUEUE)
+        return [g async for g in client.iter_groups(finished_batch.batch_id)]
+
+    groups = asyncio.run(run())
+    assert [g.group_id for g in groups] == [g["group_id"] for g in finished_batch.manifest["groups"]]
+    for group in groups:
+        rows = group.read_table().to_pylist()
+        assert sorted(r["trajectory_id"] for r in rows) == sorted(t for t, c in chains.items() if c.group_id == group.group_id)
+        for row in rows:
+            assert row["input_ids"] == chains[row["trajectory_id"]].input_ids.tolist()

@@ -97,14 +97,10 @@ def read_file(ref: FileRef, verify: bool = True) -> pa.Table:
     return table
 
 
-def first_group_id(ref: FileRef) -> str | None:
-    """The ``group_id`` of a file's first row (reading only its first record batch); None for an empty file."""
+def group_ids(ref: FileRef) -> set[str]:
+    """The groups a file holds rows of; memory-mapped, so only its ``group_id`` column is touched."""
     with pa.memory_map(str(file_path(ref["uri"]))) as source:
-        reader = pa.ipc.open_stream(source)
-        for batch in reader:
-            if batch.num_rows:
-                return batch.column(batch.schema.get_field_index("group_id"))[0].as_py()
-    return None
+        return {gid for batch in pa.ipc.open_stream(source) for gid in batch.column("group_id").unique().to_pylist()}
 
 
 def read_files(refs: Iterable[FileRef], verify: bool = True) -> pa.Table:

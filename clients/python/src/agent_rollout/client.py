@@ -24,6 +24,8 @@ from .types import Failure, FileRef, Manifest, Progress
 BATCH_WORKFLOW = "batchWorkflow"
 #: Task queue the service's workers poll by default (config ``temporal.taskQueue``).
 DEFAULT_TASK_QUEUE = "agent-rollout"
+#: Tries of one ``finishedGroups`` call on a running batch before its error is raised.
+_UPDATE_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -64,20 +66,19 @@ class FinishedGroup:
         table = arrow.read_file(self.file, verify)
         mine = pc.equal(table.column("group_id"), self.group_id)
         # A file shared by several groups (a whole-batch file) holds other groups' rows too.
-        return table if pc.all(mine).as_py() is not False else table.filter(mine)
+        return table if pc.all(mine).as_py() else table.filter(mine)
 
 
 def manifest_groups(manifest: Manifest) -> list[FinishedGroup]:
     """
-    The manifest's groups, each with its own file: the group's ``file`` key when the manifest
-    carries one, else the listed file whose first row is the group's (read from its first record batch).
+    The manifest's groups, each with its file: the group's ``file`` key when the manifest carries
+    one, else the listed file that holds the group's rows.
     """
     by_group: dict[str, FileRef] = {}
     if any(g["status"] == "finished" and "file" not in g for g in manifest["groups"]):
         for ref in manifest["files"]:
-            first = arrow.first_group_id(ref)
-            if first is not None:
-                by_group.setdefault(first, ref)
+            for gid in arrow.group_ids(ref):
+                by_group.setdefault(gid, ref)
     return [
         FinishedGroup.from_json({"file": by_group.get(g["group_id"]) if g["status"] == "finished" else None, **g})
         for g in manifest["groups"]
@@ -170,28 +171,34 @@ class RolloutClient:
         done. Filtered and failed groups are yielded too (their ``file`` is None).
 
         ``after`` (default 0) is the number of groups already taken, to resume after a restart.
-        A closed workflow takes no update, so once the batch has closed the groups not yet yielded
-        come from its manifest (in manifest order); resuming with ``after > 0`` on a closed batch
-        raises :class:`BatchClosedError`, as which groups were taken is then unknown: use
-        :meth:`result`.
+        A closed workflow takes no update, so once the batch has closed the groups this iterator has
+        not yielded come from its manifest (in manifest order). An iterator started with
+        ``after > 0`` raises :class:`BatchClosedError` then instead, as which groups were taken
+        before it is unknown: take them from :meth:`result`.
         """
         if after < 0:
             raise ValueError(f"after must be >= 0, got {after}")
         handle = self.handle(batch_id)
         cursor = after
         yielded: set[str] = set()
+        failures = 0
         while True:
             try:
                 page = await handle.execute_update("finishedGroups", {"after": cursor})
             except RPCError:
+                # Still running: a run ending in continue-as-new under the call; the next run answers.
                 if (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
-                    raise
-                if cursor > 0 and not yielded:
+                    failures += 1
+                    if failures >= _UPDATE_ATTEMPTS:
+                        raise
+                    continue
+                if after > 0:
                     raise BatchClosedError(f"batch {batch_id} has closed; its groups are in result({batch_id!r})") from None
                 for group in manifest_groups(await handle.result()):
                     if group.group_id not in yielded:
                         yield group
                 return
+            failures = 0
             for obj in page["groups"]:
                 group = FinishedGroup.from_json(obj)
                 yielded.add(group.group_id)
