@@ -4,6 +4,7 @@
 #   - npm packages (npm ci)
 #   - the Temporal CLI, built from the Go module proxy into .tools/bin (no binary downloads),
 #     unless a `temporal` is already on PATH
+#   - the Python client (clients/python) with pytest, in .tools/venv
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +15,7 @@ missing_apt=()
 command -v bwrap >/dev/null 2>&1 || missing_apt+=(bubblewrap)
 command -v git >/dev/null 2>&1 || missing_apt+=(git)
 command -v python3 >/dev/null 2>&1 || missing_apt+=(python3)
+python3 -c 'import ensurepip' >/dev/null 2>&1 || missing_apt+=(python3-venv)
 if [ ${#missing_apt[@]} -gt 0 ]; then
   say "installing ${missing_apt[*]} with apt"
   SUDO=""
@@ -50,4 +52,6 @@ else
 fi
 # The black-box agents (OpenCode, Claude Code, mini-swe-agent), mounted read-only into sandboxes.
 bash scripts/install-agents.sh
+# The Python client and its tests (npm run test:python), in .tools/venv.
+bash scripts/install-python-client.sh
 say "ready"

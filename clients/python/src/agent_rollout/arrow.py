@@ -1,0 +1,116 @@
+"""Reading trajectory files (Arrow IPC streams) named by the manifest."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from pathlib import Path
+from urllib.parse import urlparse
+from urllib.request import url2pathname
+
+import pyarrow as pa
+
+from .errors import FileCheckError
+from .types import FileRef, Manifest
+
+
+def _item(value_type: pa.DataType) -> pa.DataType:
+    """A list column whose items are never null, as the service writes them."""
+    return pa.list_(pa.field("item", value_type, nullable=False))
+
+
+#: Columns and Arrow types of one trajectory row, as shared/specs/trajectory.md fixes them.
+#: Files may carry extra columns beyond these.
+TRAJECTORY_SCHEMA = pa.schema(
+    [
+        ("trajectory_id", pa.utf8()),
+        ("group_id", pa.utf8()),
+        ("task_id", pa.utf8()),
+        ("episode_id", pa.utf8()),
+        ("batch_id", pa.utf8()),
+        ("episode_index", pa.int32()),
+        ("chain_index", pa.int32()),
+        ("num_chains", pa.int32()),
+        ("is_final_chain", pa.bool_()),
+        ("parent_chain_index", pa.int32()),
+        ("fork_offset", pa.int32()),
+        ("agent_name", pa.utf8()),
+        ("input_ids", _item(pa.int32())),
+        ("prompt_length", pa.int32()),
+        ("loss_mask", _item(pa.uint8())),
+        ("sampled_mask", _item(pa.uint8())),
+        ("logprobs", _item(pa.float32())),
+        ("token_version", _item(pa.int32())),
+        ("min_version", pa.int32()),
+        ("max_version", pa.int32()),
+        ("turn_starts", _item(pa.int32())),
+        ("turn_finish_reason", _item(pa.utf8())),
+        ("turn_cached_tokens", _item(pa.int32())),
+        ("reward", pa.float32()),
+        ("reward_info", pa.utf8()),
+        ("finished", pa.bool_()),
+        ("truncated", pa.bool_()),
+        ("termination_reason", pa.utf8()),
+        ("num_turns", pa.int32()),
+        ("num_tool_calls", pa.int32()),
+        ("num_rollbacks", pa.int32()),
+        ("t_episode_s", pa.float32()),
+        ("t_llm_s", pa.float32()),
+        ("t_env_s", pa.float32()),
+        ("messages", pa.large_utf8()),
+    ]
+)
+
+
+def file_path(uri: str) -> Path:
+    """The local path of a ``file://`` URI (the only scheme the service writes today)."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        raise FileCheckError(f"unsupported trajectory file URI {uri!r}: only file:// is readable")
+    return Path(url2pathname(parsed.path))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_file(ref: FileRef, verify: bool = True) -> pa.Table:
+    """
+    Reads one manifest file into a table (memory-mapped, so token lists are not copied).
+
+    ``verify`` (default True) checks the file's sha256 and row count against the manifest first, so
+    a truncated or replaced file is an error, never silently different training data.
+    """
+    path = file_path(ref["uri"])
+    if not path.is_file():
+        raise FileCheckError(f"trajectory file {path} does not exist (is this machine sharing the service's data directory?)")
+    if verify and _sha256(path) != ref["sha256"]:
+        raise FileCheckError(f"sha256 of {path} differs from the manifest")
+    with pa.memory_map(str(path)) as source:
+        table = pa.ipc.open_stream(source).read_all()
+    if verify and table.num_rows != ref["rows"]:
+        raise FileCheckError(f"{path} has {table.num_rows} rows, the manifest says {ref['rows']}")
+    return table
+
+
+def group_ids(ref: FileRef) -> set[str]:
+    """The groups a file holds rows of; memory-mapped, so only its ``group_id`` column is touched."""
+    with pa.memory_map(str(file_path(ref["uri"]))) as source:
+        return {gid for batch in pa.ipc.open_stream(source) for gid in batch.column("group_id").unique().to_pylist()}
+
+
+def read_files(refs: Iterable[FileRef], verify: bool = True) -> pa.Table:
+    """All rows of several files in one table; an empty table with :data:`TRAJECTORY_SCHEMA` when there are none."""
+    tables = [read_file(ref, verify) for ref in refs]
+    if not tables:
+        return TRAJECTORY_SCHEMA.empty_table()
+    return pa.concat_tables(tables, promote_options="default")
+
+
+def read_table(manifest: Manifest, verify: bool = True) -> pa.Table:
+    """Every trajectory row of a finished batch: the rows of all files its manifest lists."""
+    return read_files(manifest["files"], verify)

@@ -1,0 +1,72 @@
+"""Shapes of what the batch workflow returns (see shared/specs/trajectory.md and the issue-6 contract)."""
+
+from __future__ import annotations
+
+from typing import Literal, NotRequired, TypedDict
+
+
+class Progress(TypedDict):
+    """Answer of the batch workflow's ``progress`` query."""
+
+    batchId: str
+    total: int
+    started: int
+    running: int
+    done: int
+    ok: int
+    infraErrors: int
+    meanReward: float | None
+    groupsFinished: NotRequired[int]
+    stale: NotRequired[int]
+
+
+class FileRef(TypedDict):
+    """One trajectory file: an Arrow IPC stream."""
+
+    uri: str
+    format: Literal["arrow-stream"]
+    rows: int
+    sha256: str
+
+
+class Failure(TypedDict):
+    episode_index: int
+    reason: str
+
+
+class ManifestGroup(TypedDict):
+    """A GRPO group in the manifest: all samples of one task in one batch."""
+
+    group_id: str
+    task_id: str
+    n_requested: int
+    n_ok: int
+    status: Literal["finished", "failure", "filtered"]
+    rewards: list[float | None]
+    failures: list[Failure]
+
+
+class ManifestStats(TypedDict):
+    episodes: int
+    chains: int
+    tokens: int
+    wall_s: float
+
+
+class Manifest(TypedDict):
+    """The batch workflow's result: small JSON that points at the Arrow files."""
+
+    schema: str
+    batch_id: str
+    status: Literal["complete", "partial", "cancelled"]
+    groups: list[ManifestGroup]
+    files: list[FileRef]
+    stats: ManifestStats
+
+
+class GroupsPage(TypedDict):
+    """Answer of the ``finishedGroups`` update."""
+
+    groups: list[dict]
+    next: int
+    done: bool
