@@ -6,7 +6,7 @@ arrival), "trains" on them (no GPU here: it prints the statistics a trainer woul
 trainer/inference log-prob consistency, then pauses generation, bumps the policy version as a
 weight update would, and resumes before the next step.
 
-    python examples/grpo_loop.py --temporal-address 127.0.0.1:7233 --api-url http://127.0.0.1:8300
+    python examples/grpo_loop.py --temporal-address 127.0.0.1:7233 --api-url http://127.0.0.1:8400
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def train(batch: dict[str, np.ndarray], advantages: np.ndarray, rng: np.random.G
 
 async def run_step(client: RolloutClient, step: int, args: argparse.Namespace, rng: np.random.Generator) -> None:
     started = time.monotonic()
-    batch_id = await client.start_batch(args.tasks, args.n, batch_id=f"{args.run}-step-{step}")
+    batch_id = await client.start_batch(args.tasks, args.n, batch_id=f"{args.run}-step-{step}", filter_uniform_groups=not args.keep_uniform_groups)
     print(f"step {step}: batch {batch_id} ({len(args.tasks)} tasks x {args.n})")
     tables: list[pa.Table] = []
     advantages: list[np.ndarray] = []
@@ -83,10 +83,15 @@ async def run_step(client: RolloutClient, step: int, args: argparse.Namespace, r
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--temporal-address", default="127.0.0.1:7233", help="Temporal front end (default 127.0.0.1:7233)")
-    parser.add_argument("--api-url", default="http://127.0.0.1:8300", help="agent-rollout API server (default http://127.0.0.1:8300)")
+    parser.add_argument("--api-url", default="http://127.0.0.1:8400", help="agent-rollout batch API (default http://127.0.0.1:8400)")
     parser.add_argument("--task-queue", default="agent-rollout", help="the service's temporal.taskQueue (default agent-rollout)")
     parser.add_argument("--tasks", nargs="+", default=DEFAULT_TASKS, help="task ids of the built-in pack (default: four of them)")
     parser.add_argument("--n", type=int, default=4, help="samples per task, the GRPO group size (default 4)")
+    parser.add_argument(
+        "--keep-uniform-groups",
+        action="store_true",
+        help="train on groups whose rewards are all equal too (zero advantage); default: the batch filters them",
+    )
     parser.add_argument("--steps", type=int, default=2, help="training steps (default 2)")
     parser.add_argument("--run", default=f"grpo-{int(time.time())}", help="run name, prefix of the batch ids (default grpo-<unix time>)")
     args = parser.parse_args()

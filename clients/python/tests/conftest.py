@@ -1,6 +1,6 @@
 """
 Fixtures that run the real service: `npx rollout dev` (Temporal dev server, simulated engines,
-gateway, worker; the API server too once api/ exists) with a temp data dir and free ports.
+gateway, worker, batch API) with a temp data dir and free ports.
 """
 
 from __future__ import annotations
@@ -26,22 +26,8 @@ TASK_QUEUE = "python-tests"
 START_TIMEOUT_S = 180
 STOP_TIMEOUT_S = 60
 
-#: Every BatchRequest field the batch workflow of before issue 6 requires, in snake_case (the
-#: client turns keys, nested ones too, to camelCase). Uniform groups are kept so every group has rows.
-FULL_OPTIONS = {
-    "task_source": "builtin",
-    "agent_name": "builtin",
-    "concurrency": 8,
-    "filter_uniform_groups": False,
-    "limits": {
-        "max_turns": 30,
-        "max_context_tokens": 32768,
-        "max_wall_time_ms": 600_000,
-        "max_infra_attempts": 3,
-        "command_timeout_ms": 60_000,
-    },
-    "sampling": {"temperature": 1, "top_p": 1, "max_tokens": 4096},
-}
+#: Uniform groups are kept so every group has rows; everything else takes the workflow's defaults.
+OPTIONS = {"filter_uniform_groups": False}
 BATCH_TASKS = ["py-slugify-1", "js-csv-split-1", "py-roman-numerals-1"]
 BATCH_N = 3
 
@@ -55,7 +41,7 @@ def free_port() -> int:
 @dataclass(frozen=True)
 class DevStack:
     temporal_address: str
-    api_url: str | None
+    api_url: str
     data_dir: Path
     log: Path
 
@@ -97,11 +83,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
         "engineSim": {"basePort": 0, "timeScale": 0.01},
         "worker": {"hostId": f"pytest-{os.getpid()}"},
     }
-    api_url = None
-    if (REPO / "api").is_dir():
-        api_port = free_port()
-        config["api"] = {"port": api_port}
-        api_url = f"http://127.0.0.1:{api_port}"
+    api_port = free_port()
+    config["api"] = {"port": api_port}
+    api_url = f"http://127.0.0.1:{api_port}"
     config_file = root / "rollout.json"
     config_file.write_text(json.dumps(config))
     log = root / "dev.log"
@@ -139,7 +123,7 @@ def finished_batch(stack: DevStack) -> FinishedBatch:
 
     async def run() -> FinishedBatch:
         client = await RolloutClient.connect(stack.temporal_address, task_queue=TASK_QUEUE)
-        batch_id = await client.start_batch(BATCH_TASKS, BATCH_N, batch_id="py-batch-1", **FULL_OPTIONS)
+        batch_id = await client.start_batch(BATCH_TASKS, BATCH_N, batch_id="py-batch-1", **OPTIONS)
         seen = [p async for p in client.follow(batch_id, interval_s=0.2)]
         manifest = await client.result(batch_id)
         return FinishedBatch(batch_id, manifest, client.read_table(manifest), seen)

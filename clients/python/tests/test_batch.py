@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import recorded
-from conftest import BATCH_N, BATCH_TASKS, FULL_OPTIONS, TASK_QUEUE, DevStack, FinishedBatch
+from conftest import BATCH_N, BATCH_TASKS, OPTIONS, TASK_QUEUE, DevStack, FinishedBatch
 from temporalio.client import WorkflowExecutionStatus
 
 from agent_rollout import (
@@ -145,13 +145,13 @@ def test_starting_a_batch_id_again_starts_nothing(stack: DevStack, finished_batc
         handle = client.handle(finished_batch.batch_id)
         before = await handle.describe()
         assert before.status == WorkflowExecutionStatus.COMPLETED
-        assert await client.start_batch(BATCH_TASKS, BATCH_N, batch_id=finished_batch.batch_id, **FULL_OPTIONS) == finished_batch.batch_id
+        assert await client.start_batch(BATCH_TASKS, BATCH_N, batch_id=finished_batch.batch_id, **OPTIONS) == finished_batch.batch_id
         after = await handle.describe()
         assert (after.run_id, after.status) == (before.run_id, before.status)
 
-        running_id = await client.start_batch(["py-word-wrap-1"], 2, **FULL_OPTIONS)
+        running_id = await client.start_batch(["py-word-wrap-1"], 2, **OPTIONS)
         first = (await client.handle(running_id).describe()).run_id
-        assert await client.start_batch(["py-word-wrap-1"], 2, batch_id=running_id, **FULL_OPTIONS) == running_id
+        assert await client.start_batch(["py-word-wrap-1"], 2, batch_id=running_id, **OPTIONS) == running_id
         assert (await client.handle(running_id).describe()).run_id == first
         await client.result(running_id)
 
@@ -160,7 +160,7 @@ def test_starting_a_batch_id_again_starts_nothing(stack: DevStack, finished_batc
 
 def test_sync_client_runs_a_batch_end_to_end(stack: DevStack) -> None:
     with SyncRolloutClient(stack.temporal_address, task_queue=TASK_QUEUE) as client:
-        batch_id = client.start_batch(["js-lru-cache-1"], 2, **FULL_OPTIONS)
+        batch_id = client.start_batch(["js-lru-cache-1"], 2, **OPTIONS)
         seen = list(client.follow(batch_id, interval_s=0.2))
         manifest = client.result(batch_id)
         table = client.read_table(manifest)

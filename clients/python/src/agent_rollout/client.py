@@ -15,7 +15,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from . import arrow
-from .errors import ApiNotConfiguredError, BatchClosedError, NoGroupDataError
+from .errors import ApiNotConfiguredError, NoGroupDataError
 from .http import HttpApi, PauseMode
 from .request import batch_request, new_batch_id
 from .types import Failure, FileRef, Manifest, Progress
@@ -110,7 +110,7 @@ class RolloutClient:
 
         ``namespace`` defaults to ``default``; ``task_queue`` to ``agent-rollout`` (the service's
         ``temporal.taskQueue``); ``api_url`` (default None: HTTP calls raise
-        :class:`ApiNotConfiguredError`) is the API server's base URL, e.g. ``http://127.0.0.1:8300``.
+        :class:`ApiNotConfiguredError`) is the API server's base URL, e.g. ``http://127.0.0.1:8400``.
         """
         client = await Client.connect(temporal_address, namespace=namespace)
         return cls(client, task_queue, HttpApi(api_url) if api_url else None)
@@ -171,16 +171,13 @@ class RolloutClient:
         done. Filtered and failed groups are yielded too (their ``file`` is None).
 
         ``after`` (default 0) is the number of groups already taken, to resume after a restart.
-        A closed workflow takes no update, so once the batch has closed the groups this iterator has
-        not yielded come from its manifest (in manifest order). An iterator started with
-        ``after > 0`` raises :class:`BatchClosedError` then instead, as which groups were taken
-        before it is unknown: take them from :meth:`result`.
+        A closed workflow takes no update, so once the batch has closed the rest come from its
+        manifest, which lists the groups in the same finishing order the cursor counts.
         """
         if after < 0:
             raise ValueError(f"after must be >= 0, got {after}")
         handle = self.handle(batch_id)
         cursor = after
-        yielded: set[str] = set()
         failures = 0
         while True:
             try:
@@ -192,17 +189,12 @@ class RolloutClient:
                     if failures >= _UPDATE_ATTEMPTS:
                         raise
                     continue
-                if after > 0:
-                    raise BatchClosedError(f"batch {batch_id} has closed; its groups are in result({batch_id!r})") from None
-                for group in manifest_groups(await handle.result()):
-                    if group.group_id not in yielded:
-                        yield group
+                for group in manifest_groups(await handle.result())[cursor:]:
+                    yield group
                 return
             failures = 0
             for obj in page["groups"]:
-                group = FinishedGroup.from_json(obj)
-                yielded.add(group.group_id)
-                yield group
+                yield FinishedGroup.from_json(obj)
             cursor = page["next"]
             if page["done"]:
                 return

@@ -30,7 +30,3 @@ class NoGroupDataError(RolloutError):
 
 class ConversionError(RolloutError):
     """Trajectories do not fit the requested trainer layout (e.g. a prompt longer than ``prompt_length``)."""
-
-
-class BatchClosedError(RolloutError):
-    """Groups were asked for with a cursor on a batch that has closed; its manifest (``result``) has them all."""
