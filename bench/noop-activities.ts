@@ -19,6 +19,7 @@ export function createNoopActivities(hostQueue: string): Activities & { noop(): 
     closeSession: async (input) => ({ sessionId: input.sessionId, chains: 1, turns: 1, toolCalls: 1, rollbacks: 0, rolledBackTokens: 0, tokens: 0, sampledTokens: 0, terminationReason: undefined }),
     finishEpisode: async () => undefined,
     exportBatch: async () => ({ files: [], chains: 0, tokens: 0 }),
+    sweepHostSandboxes: async () => ({ expired: [], closed: [] }),
   };
 }
 export type NoopActivities = ReturnType<typeof createNoopActivities>;

@@ -36,13 +36,7 @@ import {
   uploadTarViaExec,
   writeFileViaExec,
 } from './files.js';
-import {
-  checkSandboxPath,
-  mountArgs,
-  readableBy,
-  WORKSPACE,
-  type SandboxUser,
-} from './mounts.js';
+import { checkSandboxPath, mountArgs, readableBy, WORKSPACE, type SandboxUser } from './mounts.js';
 import {
   detectResourceControl,
   type ResourceControl,
@@ -467,7 +461,8 @@ export class BubblewrapProvider implements SandboxProvider {
     const merged = { ...this.defaultLimits };
     for (const [k, v] of Object.entries(limits) as [keyof SandboxLimits, number | undefined][]) {
       if (v === undefined) continue;
-      if (!(Number.isFinite(v) && v > 0)) throw new InvalidSandboxSpecError(`limits.${k} must be > 0`);
+      if (!(Number.isFinite(v) && v > 0))
+        throw new InvalidSandboxSpecError(`limits.${k} must be > 0`);
       merged[k] = v;
     }
     return merged;

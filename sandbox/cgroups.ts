@@ -77,18 +77,18 @@ async function writeControl(path: string, value: string): Promise<void> {
   try {
     await writeFile(path, value);
   } catch (err) {
-    throw new ProviderUnavailableError(`cannot write ${value.trim()} to ${path}: ${(err as Error).message}`, {
-      cause: err,
-    });
+    throw new ProviderUnavailableError(
+      `cannot write ${value.trim()} to ${path}: ${(err as Error).message}`,
+      {
+        cause: err,
+      },
+    );
   }
 }
 
 async function pidsIn(procsFile: string): Promise<number[]> {
   const text = await readFile(procsFile, 'utf8').catch(() => '');
-  return text
-    .split('\n')
-    .filter(Boolean)
-    .map(Number);
+  return text.split('\n').filter(Boolean).map(Number);
 }
 
 /** SIGKILLs the group's processes until it is empty (the freezer is thawed first by the caller). */
@@ -118,7 +118,9 @@ async function removeGroupDir(dir: string): Promise<void> {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT') return;
       if (code !== 'EBUSY' || attempt >= 200) {
-        throw new ProviderUnavailableError(`cannot remove cgroup ${dir}: ${(err as Error).message}`);
+        throw new ProviderUnavailableError(
+          `cannot remove cgroup ${dir}: ${(err as Error).message}`,
+        );
       }
       await sleep(5);
     }
@@ -136,7 +138,10 @@ class CgroupV1 implements ResourceControl {
 
   async create(id: string, limits: ResourceLimits): Promise<void> {
     for (const c of V1_CONTROLLERS) await mkdir(this.dir(c, id), { recursive: true });
-    await writeControl(join(this.dir('memory', id), 'memory.limit_in_bytes'), `${limits.memoryBytes}`);
+    await writeControl(
+      join(this.dir('memory', id), 'memory.limit_in_bytes'),
+      `${limits.memoryBytes}`,
+    );
     await writeControl(join(this.dir('pids', id), 'pids.max'), `${limits.maxProcesses}`);
     await writeControl(join(this.dir('cpu', id), 'cpu.cfs_period_us'), `${CPU_PERIOD_US}`);
     await writeControl(
@@ -180,9 +185,10 @@ class CgroupV1 implements ResourceControl {
   }
 
   async memoryUsage(id: string): Promise<number | undefined> {
-    const text = await readFile(join(this.dir('memory', id), 'memory.usage_in_bytes'), 'utf8').catch(
-      () => undefined,
-    );
+    const text = await readFile(
+      join(this.dir('memory', id), 'memory.usage_in_bytes'),
+      'utf8',
+    ).catch(() => undefined);
     return text === undefined ? undefined : Number(text);
   }
 
@@ -218,7 +224,14 @@ class CgroupV2 implements ResourceControl {
   }
 
   launcher(id: string): string[] {
-    return ['/bin/sh', '-c', ENTER_SCRIPT, 'sandbox-enter', join(this.dir(id), 'cgroup.procs'), '--'];
+    return [
+      '/bin/sh',
+      '-c',
+      ENTER_SCRIPT,
+      'sandbox-enter',
+      join(this.dir(id), 'cgroup.procs'),
+      '--',
+    ];
   }
 
   async freeze(id: string): Promise<void> {
@@ -256,7 +269,9 @@ class CgroupV2 implements ResourceControl {
   }
 
   async memoryUsage(id: string): Promise<number | undefined> {
-    const text = await readFile(join(this.dir(id), 'memory.current'), 'utf8').catch(() => undefined);
+    const text = await readFile(join(this.dir(id), 'memory.current'), 'utf8').catch(
+      () => undefined,
+    );
     return text === undefined ? undefined : Number(text);
   }
 
@@ -320,7 +335,9 @@ export interface ResourceControlOptions {
 }
 
 /** Picks and prepares the resource control this host allows. */
-export async function detectResourceControl(options: ResourceControlOptions): Promise<ResourceControl> {
+export async function detectResourceControl(
+  options: ResourceControlOptions,
+): Promise<ResourceControl> {
   const mount = options.mount ?? CGROUP_MOUNT;
   const rel = join(options.parent, rootKeyOf(options.rootDir));
   const want = options.kind;
@@ -328,11 +345,17 @@ export async function detectResourceControl(options: ResourceControlOptions): Pr
   if ((want === 'auto' || want === 'cgroup-v2') && isV2) {
     const controllers = await readFile(join(mount, 'cgroup.controllers'), 'utf8').catch(() => '');
     const needed = ['memory', 'pids', 'cpu'];
-    if (needed.every((c) => controllers.split(/\s+/).includes(c)) && (await writable(join(mount, rel)))) {
+    if (
+      needed.every((c) => controllers.split(/\s+/).includes(c)) &&
+      (await writable(join(mount, rel)))
+    ) {
       // Each level on the way must hand the controllers down to its children.
       let dir = mount;
       for (const part of rel.split('/')) {
-        await writeControl(join(dir, 'cgroup.subtree_control'), needed.map((c) => `+${c}`).join(' '));
+        await writeControl(
+          join(dir, 'cgroup.subtree_control'),
+          needed.map((c) => `+${c}`).join(' '),
+        );
         dir = join(dir, part);
       }
       await writeControl(join(dir, 'cgroup.subtree_control'), needed.map((c) => `+${c}`).join(' '));

@@ -47,14 +47,21 @@ async function run(argv: string[]): Promise<void> {
     await execFileAsync(argv[0]!, argv.slice(1));
   } catch (err) {
     const stderr = (err as { stderr?: string }).stderr?.trim();
-    throw new ProviderUnavailableError(`${argv.join(' ')} failed: ${stderr || (err as Error).message}`, {
-      cause: err,
-    });
+    throw new ProviderUnavailableError(
+      `${argv.join(' ')} failed: ${stderr || (err as Error).message}`,
+      {
+        cause: err,
+      },
+    );
   }
 }
 
 /** Mounts the size-capped tmpfs and the overlay over an already prepared `base/`. */
-export async function mountLayers(dir: string, diskBytes: number, user: SandboxUser): Promise<void> {
+export async function mountLayers(
+  dir: string,
+  diskBytes: number,
+  user: SandboxUser,
+): Promise<void> {
   const p = layerPaths(dir);
   await mkdir(p.rw, { recursive: true });
   await mkdir(p.workspace, { recursive: true });

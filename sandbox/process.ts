@@ -184,7 +184,8 @@ export function runInBwrap(req: RunRequest): RunningCommand {
       if (parsed['child-pid'] !== undefined && parsed['pid-namespace'] !== undefined) {
         const found = { pid: parsed['child-pid'], pidNamespace: parsed['pid-namespace'] };
         init = found;
-        if (killRequested) void (req.beforeKill?.() ?? Promise.resolve()).finally(() => killInit(found));
+        if (killRequested)
+          void (req.beforeKill?.() ?? Promise.resolve()).finally(() => killInit(found));
       }
     } catch {
       // Not all of the JSON has arrived yet.

@@ -56,7 +56,8 @@ beforeAll(async () => {
 const others: [BubblewrapProvider, string][] = [];
 
 afterAll(async () => {
-  for (const [p, root] of [[provider, rootDir] as const, ...others]) await removeAllSandboxes(p, root);
+  for (const [p, root] of [[provider, rootDir] as const, ...others])
+    await removeAllSandboxes(p, root);
   await removeDirs(dirs);
 });
 

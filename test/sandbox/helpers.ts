@@ -80,7 +80,10 @@ export function newFileDiff(path: string, content: string): string {
  * Removes every sandbox of `provider` (live, expired, half-made: their mounts and cgroups too) and
  * its now empty cgroup directories, so a test leaves nothing on the host.
  */
-export async function removeAllSandboxes(provider: BubblewrapProvider, rootDir: string): Promise<void> {
+export async function removeAllSandboxes(
+  provider: BubblewrapProvider,
+  rootDir: string,
+): Promise<void> {
   await provider.sweepExpired(Number.MAX_SAFE_INTEGER);
   for (const controller of ['memory', 'pids', 'cpu', 'freezer', '']) {
     await rmdir(join('/sys/fs/cgroup', controller, 'agent-rollout', rootKeyOf(rootDir))).catch(

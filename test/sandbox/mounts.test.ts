@@ -2,10 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { checkSandboxPath, mountArgs, reachableBy, type HostFs } from '../../sandbox/mounts.js';
 import { InvalidSandboxSpecError } from '../../sandbox/provider.js';
 
-type Node =
-  | { dir: Record<string, Node>; private?: true }
-  | { link: string }
-  | { file: true };
+type Node = { dir: Record<string, Node>; private?: true } | { link: string } | { file: true };
 
 /** A fake host tree: directories are objects, symlinks `{ link }`, files `{ file: true }`. */
 function fakeFs(tree: Record<string, Node>): HostFs {
