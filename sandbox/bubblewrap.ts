@@ -98,6 +98,8 @@ export const DEFAULT_LIMITS: Required<SandboxLimits> = {
 const HOUR_MS = 60 * 60 * 1000;
 const DEFAULT_EXEC_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
+/** `/dev/shm` size: 64 MiB, or the disk cap when that is smaller. */
+const SHM_BYTES = 64 * 1024 * 1024;
 const SANDBOX_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** Fixed identity and date so the base commit depends only on the files. */
@@ -216,6 +218,7 @@ export class BubblewrapProvider implements SandboxProvider {
         emptyFile: join(await this.prepareRoot(), '.empty'),
         readOnlyMounts: meta.readOnlyMounts,
         sandboxUser: this.sandboxUser,
+        shmBytes: Math.min(SHM_BYTES, meta.limits.diskBytes),
       }),
     ];
     const { uid, gid } = this.sandboxUser;
