@@ -1,13 +1,13 @@
 /**
  * The local sandbox provider: one bubblewrap invocation per exec over a per-sandbox directory.
  *
- * Host layout: `<rootDir>/<id>/{base/, rw/, workspace/, meta.json}` (see `layers.ts`): the
- * workspace is an overlay over the prepared copy, and everything the sandbox can write (workspace
+ * Host layout: `<rootDir>/<id>/{base/, meta.json}` and mount points `<mountRoot>/<id>/{rw/,
+ * workspace/}` (see `layers.ts`): the workspace is an overlay over the prepared copy, and everything the sandbox can write (workspace
  * changes, `/tmp` which is also `HOME`) lives on one size-capped tmpfs, so state survives from one
  * exec to the next and the disk cap holds. Every exec joins the sandbox's cgroup (`cgroups.ts`),
  * drops to an unprivileged host user, and runs in fresh namespaces (no network but loopback, own
  * pids, no capabilities, no further user namespaces) under a seccomp filter (`seccomp.ts`), over
- * the host root read-only with `rootDir` and the hidden paths masked. See `mounts.ts` and
+ * the host root read-only with `rootDir`, `mountRoot` and the hidden paths masked. See `mounts.ts` and
  * `process.ts`.
  */
 import { execFile } from 'node:child_process';
@@ -17,6 +17,7 @@ import { promisify } from 'node:util';
 import {
   InvalidSandboxSpecError,
   ProviderUnavailableError,
+  SandboxError,
   SandboxGoneError,
   SandboxPausedError,
   SandboxQuotaError,
@@ -36,14 +37,22 @@ import {
   uploadTarViaExec,
   writeFileViaExec,
 } from './files.js';
-import { checkSandboxPath, mountArgs, readableBy, WORKSPACE, type SandboxUser } from './mounts.js';
+import {
+  checkSandboxPath,
+  mountArgs,
+  reachableBy,
+  readableBy,
+  WORKSPACE,
+  type SandboxUser,
+} from './mounts.js';
 import {
   detectResourceControl,
+  rootKeyOf,
   type ResourceControl,
   type ResourceControlKind,
   type ResourceControlOptions,
 } from './cgroups.js';
-import { layerPaths, mountLayers, unmountLayers } from './layers.js';
+import { layerPaths, mountLayers, unmountLayers, type LayerPaths } from './layers.js';
 import { seccompProgram } from './seccomp.js';
 import { infoOf, isSandboxId, readMeta, sandboxId, writeMeta, type SandboxMeta } from './meta.js';
 import { runInBwrap, type RunningCommand } from './process.js';
@@ -86,6 +95,16 @@ export interface BubblewrapProviderOptions {
   seccomp?: boolean;
   /** Limits of a sandbox whose spec gives none; see SandboxLimits for each default. */
   defaultLimits?: SandboxLimits;
+  /**
+   * Where the sandboxes' host mount points go; it must be reachable by the sandbox user, unlike
+   * `rootDir`. Default `/run/agent-rollout/<hash of rootDir>`.
+   */
+  mountRoot?: string;
+}
+
+/** The default `mountRoot` of a provider whose root directory is `rootDir`. */
+export function defaultMountRoot(rootDir: string): string {
+  return join('/run/agent-rollout', rootKeyOf(resolve(rootDir)));
 }
 
 export const DEFAULT_LIMITS: Required<SandboxLimits> = {
@@ -144,6 +163,7 @@ export class BubblewrapProvider implements SandboxProvider {
   private readonly maxSandboxes: number;
   private readonly halfMadeGraceMs: number;
   private readonly bwrapPath: string;
+  private readonly mountRoot: string;
   private readonly sandboxUser: SandboxUser;
   private readonly defaultLimits: Required<SandboxLimits>;
   private readonly seccomp: Buffer | undefined;
@@ -164,6 +184,7 @@ export class BubblewrapProvider implements SandboxProvider {
     this.maxSandboxes = options.maxSandboxes ?? 1000;
     this.halfMadeGraceMs = options.halfMadeGraceMs ?? 10 * 60 * 1000;
     this.bwrapPath = options.bwrapPath ?? 'bwrap';
+    this.mountRoot = resolve(options.mountRoot ?? defaultMountRoot(this.rootDir));
     this.sandboxUser = options.sandboxUser ?? { uid: 65534, gid: 65534 };
     this.defaultLimits = { ...DEFAULT_LIMITS, ...options.defaultLimits };
     this.seccomp = (options.seccomp ?? true) ? seccompProgram() : undefined;
@@ -201,7 +222,7 @@ export class BubblewrapProvider implements SandboxProvider {
     const rc = await this.rc();
     const argv = Array.isArray(command) ? command : ['/bin/sh', '-c', command.shell];
     if (argv.length === 0) throw new InvalidSandboxSpecError('empty command');
-    const layers = layerPaths(this.dir(id));
+    const layers = this.layers(id);
     const env: Record<string, string> = {
       PATH: SANDBOX_PATH,
       HOME: '/tmp',
@@ -306,7 +327,7 @@ export class BubblewrapProvider implements SandboxProvider {
   async usage(id: string): Promise<SandboxUsage> {
     await this.liveMeta(id);
     const memoryBytes = await (await this.rc()).memoryUsage(id);
-    const rw = await statfs(layerPaths(this.dir(id)).rw).catch(() => undefined);
+    const rw = await statfs(this.layers(id).rw).catch(() => undefined);
     const diskBytes = rw ? (rw.blocks - rw.bfree) * rw.bsize : undefined;
     return { memoryBytes, diskBytes };
   }
@@ -348,6 +369,9 @@ export class BubblewrapProvider implements SandboxProvider {
     for (const id of await rc.listIds()) {
       if (isSandboxId(id) && !dirs.includes(id) && !this.creating.has(id)) await rc.remove(id);
     }
+    for (const id of await readdir(this.mountRoot).catch(() => [])) {
+      if (isSandboxId(id) && !dirs.includes(id) && !this.creating.has(id)) await this.remove(id);
+    }
     for (const id of dirs) {
       if (this.creating.has(id)) continue;
       const meta = await readMeta(this.dir(id));
@@ -362,8 +386,21 @@ export class BubblewrapProvider implements SandboxProvider {
     return removed;
   }
 
+  /** Host directory the sandbox sees as `/tmp` (where the gateway bridge's socket goes). */
+  tmpHostDir(id: string): string {
+    return this.layers(id).tmp;
+  }
+
   private dir(id: string): string {
     return join(this.rootDir, id);
+  }
+
+  private mountDir(id: string): string {
+    return join(this.mountRoot, id);
+  }
+
+  private layers(id: string): LayerPaths {
+    return layerPaths(this.dir(id), this.mountDir(id));
   }
 
   /** The sandbox's meta, or SandboxGoneError when it is missing, half-made or expired. */
@@ -391,16 +428,16 @@ export class BubblewrapProvider implements SandboxProvider {
     await this.checkQuota(id);
     const limits = this.limitsOf(spec.limits);
     await this.prepareRoot();
-    const layers = layerPaths(dir);
+    const layers = this.layers(id);
     try {
-      await mkdir(dir, { mode: 0o711 });
+      await mkdir(dir);
       await mkdir(layers.base);
       await execFileAsync('cp', ['-a', '--', `${workspaceDir}/.`, layers.base]);
       if (spec.initGitRepo ?? true) await this.initGitRepo(layers.base);
       const { uid, gid } = this.sandboxUser;
       await execFileAsync('chown', ['-R', '--no-dereference', `${uid}:${gid}`, '--', layers.base]);
       await (await this.rc()).create(id, limits);
-      await mountLayers(dir, limits.diskBytes, this.sandboxUser);
+      await mountLayers(layers, limits.diskBytes, this.sandboxUser);
     } catch (err) {
       await this.remove(id).catch(() => undefined);
       if (err instanceof ProviderUnavailableError) throw err;
@@ -506,8 +543,9 @@ export class BubblewrapProvider implements SandboxProvider {
       for (const run of runs) run.kill();
       await Promise.allSettled(runs.map((run) => run.done));
       await rc.killAll(id);
-      await unmountLayers(this.dir(id));
+      await unmountLayers(this.mountDir(id));
       await rc.remove(id);
+      await rm(this.mountDir(id), { recursive: true, force: true, maxRetries: 3 });
       await rm(this.dir(id), { recursive: true, force: true, maxRetries: 3 });
     } finally {
       this.removing.delete(id);
@@ -531,25 +569,35 @@ export class BubblewrapProvider implements SandboxProvider {
   }
 
   /**
-   * Makes `rootDir` (traversable but not listable, so the unprivileged sandbox user can reach its
-   * own sandbox's mounts and no more) and `<rootDir>/.empty`, once per provider; returns rootDir.
+   * Makes `rootDir`, and `mountRoot` with `<mountRoot>/.empty`, once per provider; returns
+   * mountRoot. mountRoot is traversable but not listable: the sandbox user reaches its own
+   * sandbox's mount points (bwrap runs as that user) and cannot list the others.
    */
   private prepareRoot(): Promise<string> {
     this.rootReady ??= (async (): Promise<string> => {
       await mkdir(this.rootDir, { recursive: true });
-      await chmod(this.rootDir, 0o711);
-      await writeFile(join(this.rootDir, '.empty'), '', { mode: 0o444, flag: 'wx' }).catch(
+      await mkdir(this.mountRoot, { recursive: true, mode: 0o711 });
+      await chmod(this.mountRoot, 0o711);
+      await writeFile(join(this.mountRoot, '.empty'), '', { mode: 0o444, flag: 'wx' }).catch(
         (err: NodeJS.ErrnoException) => {
           if (err.code !== 'EEXIST') throw err;
         },
       );
-      return this.rootDir;
+      if (!reachableBy(join(this.mountRoot, '.empty'), this.sandboxUser)) {
+        throw new SandboxError(
+          `mountRoot ${this.mountRoot} is not reachable by the sandbox user; choose another`,
+          false,
+        );
+      }
+      return this.mountRoot;
     })();
     return this.rootReady;
   }
 
   /** The hidden paths and rootDir as real paths, so a symlinked data dir is masked where it lives. */
   private async maskedPaths(): Promise<string[]> {
-    return Promise.all([this.rootDir, ...this.hiddenPaths].map((p) => realpath(p).catch(() => p)));
+    return Promise.all(
+      [this.rootDir, this.mountRoot, ...this.hiddenPaths].map((p) => realpath(p).catch(() => p)),
+    );
   }
 }

@@ -1,14 +1,16 @@
 /**
  * A sandbox's filesystem on the host, mounted once at create and kept until destroy (each exec is
- * a fresh bwrap over it):
+ * a fresh bwrap over it). The prepared copy stays with the sandbox's record; the mount points the
+ * sandbox's bwrap binds from live in a mount directory the unprivileged sandbox user can reach
+ * (whatever the permissions on the way to the provider's root directory):
  *
- *   <dir>/base/        the prepared workspace (copy + fresh git repository), the overlay's
- *                      read-only lower layer
- *   <dir>/rw/          a tmpfs of `diskBytes`: every byte the sandbox can write lands here
- *   <dir>/rw/upper/    the overlay's upper layer (what the agent changed)
- *   <dir>/rw/work/     overlayfs' work directory
- *   <dir>/rw/tmp/      the sandbox's /tmp (and HOME)
- *   <dir>/workspace/   the overlay: base + upper, bound at /workspace
+ *   <dir>/base/            the prepared workspace (copy + fresh git repository), the overlay's
+ *                          read-only lower layer
+ *   <mountDir>/rw/         a tmpfs of `diskBytes`: every byte the sandbox can write lands here
+ *   <mountDir>/rw/upper/   the overlay's upper layer (what the agent changed)
+ *   <mountDir>/rw/work/    overlayfs' work directory
+ *   <mountDir>/rw/tmp/     the sandbox's /tmp (and HOME)
+ *   <mountDir>/workspace/  the overlay: base + upper, bound at /workspace
  *
  * So the workspace is copy-on-write and every writable layer shares one size cap.
  */
@@ -30,15 +32,15 @@ export interface LayerPaths {
   workspace: string;
 }
 
-export function layerPaths(dir: string): LayerPaths {
-  const rw = join(dir, 'rw');
+export function layerPaths(dir: string, mountDir: string): LayerPaths {
+  const rw = join(mountDir, 'rw');
   return {
     base: join(dir, 'base'),
     rw,
     upper: join(rw, 'upper'),
     work: join(rw, 'work'),
     tmp: join(rw, 'tmp'),
-    workspace: join(dir, 'workspace'),
+    workspace: join(mountDir, 'workspace'),
   };
 }
 
@@ -58,11 +60,10 @@ async function run(argv: string[]): Promise<void> {
 
 /** Mounts the size-capped tmpfs and the overlay over an already prepared `base/`. */
 export async function mountLayers(
-  dir: string,
+  p: LayerPaths,
   diskBytes: number,
   user: SandboxUser,
 ): Promise<void> {
-  const p = layerPaths(dir);
   await mkdir(p.rw, { recursive: true });
   await mkdir(p.workspace, { recursive: true });
   await run([

@@ -10,9 +10,8 @@ import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGatewayBridge } from '../../sandbox/bridge.js';
-import { BubblewrapProvider } from '../../sandbox/bubblewrap.js';
+import { BubblewrapProvider, defaultMountRoot } from '../../sandbox/bubblewrap.js';
 import { rootKeyOf } from '../../sandbox/cgroups.js';
-import { layerPaths } from '../../sandbox/layers.js';
 import {
   SandboxGoneError,
   type ExecResult,
@@ -177,13 +176,17 @@ const attacks: Attack[] = [
       const victim = await sandbox();
       await sh(victim.id, 'echo victim-secret > secret.txt');
       const s = await sandbox();
+      const mounts = defaultMountRoot(mainRoot);
       const paths = ['workspace/secret.txt', 'rw/upper/secret.txt'].map((p) =>
-        join(mainRoot, victim.id, p),
+        join(mounts, victim.id, p),
       );
-      const r = await sh(s.id, `ls -A ${mainRoot} | wc -l; cat ${paths.join(' ')}`);
+      const r = await sh(s.id, `ls -A ${mainRoot} ${mounts} | grep -c sb-; cat ${paths.join(' ')}`);
       return {
         blocked: !r.stdout.includes('victim-secret'),
-        defence: r.stdout.startsWith('0\n') ? 'masked-path' : 'unknown',
+        defence:
+          r.stdout.startsWith('0\n') && r.stderr.includes('No such file')
+            ? 'masked-path'
+            : 'unknown',
       };
     },
   },
@@ -361,7 +364,7 @@ except OSError as e:
       const port = (gateway.address() as { port: number }).port;
       const victim = await sandbox();
       const bridge = await startGatewayBridge({
-        sandboxTmpHostDir: layerPaths(join(mainRoot, victim.id)).tmp,
+        sandboxTmpHostDir: main.tmpHostDir(victim.id),
         gatewayUrl: `http://127.0.0.1:${port}`,
       });
       try {

@@ -3,7 +3,7 @@ import { chmod, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/pro
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BubblewrapProvider } from '../../sandbox/bubblewrap.js';
+import { BubblewrapProvider, defaultMountRoot } from '../../sandbox/bubblewrap.js';
 import {
   InvalidSandboxSpecError,
   ProviderUnavailableError,
@@ -212,10 +212,11 @@ except OSError as e:
         `ls -A ${hiddenDir} | wc -l`,
         `t=$(cat ${hiddenFile} 2>/dev/null); echo "token=[$t]"`,
         `ls -A ${rootDir} | wc -l`,
-        `cat ${join(rootDir, a.id, 'workspace', 'only-a.txt')} 2>/dev/null || echo unreachable`,
+        `ls -A ${defaultMountRoot(rootDir)} | wc -l`,
+        `cat ${join(defaultMountRoot(rootDir), a.id, 'workspace', 'only-a.txt')} 2>/dev/null || echo unreachable`,
       ].join('\n'),
     });
-    expect(r.stdout).toBe('0\ntoken=[]\n0\nunreachable\n');
+    expect(r.stdout).toBe('0\ntoken=[]\n0\n0\nunreachable\n');
     // The host still has them.
     expect(await readFile(join(hiddenDir, 'gold.patch'), 'utf8')).toBe('the answer');
     await provider.destroy(a.id);
@@ -312,7 +313,7 @@ except OSError as e:
     await chmod(join(hostTarget, '..'), 0o755);
     await writeFile(hostTarget, 'original');
     const info = await provider.create({ idempotencyKey: key(), workspaceDir: workspace });
-    const ws = join(rootDir, info.id, 'workspace');
+    const ws = join(defaultMountRoot(rootDir), info.id, 'workspace');
     await symlink('/etc', join(ws, 'etc-link'));
     await symlink(hostTarget, join(ws, 'victim-link'));
     await symlink(join(hiddenDir, 'gold.patch'), join(ws, 'gold-link'));

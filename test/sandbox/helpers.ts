@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { BubblewrapProvider } from '../../sandbox/bubblewrap.js';
+import { defaultMountRoot, type BubblewrapProvider } from '../../sandbox/bubblewrap.js';
 import { rootKeyOf } from '../../sandbox/cgroups.js';
 
 /**
@@ -85,6 +85,7 @@ export async function removeAllSandboxes(
   rootDir: string,
 ): Promise<void> {
   await provider.sweepExpired(Number.MAX_SAFE_INTEGER);
+  await rm(defaultMountRoot(rootDir), { recursive: true, force: true });
   for (const controller of ['memory', 'pids', 'cpu', 'freezer', '']) {
     await rmdir(join('/sys/fs/cgroup', controller, 'agent-rollout', rootKeyOf(rootDir))).catch(
       () => undefined,

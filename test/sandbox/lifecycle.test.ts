@@ -3,9 +3,9 @@ import { existsSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BubblewrapProvider } from '../../sandbox/bubblewrap.js';
+import { BubblewrapProvider, defaultMountRoot } from '../../sandbox/bubblewrap.js';
 import { rootKeyOf } from '../../sandbox/cgroups.js';
-import { layerPaths, unmountLayers } from '../../sandbox/layers.js';
+import { mountsUnder } from '../../sandbox/layers.js';
 import { InvalidSandboxSpecError, SandboxPausedError } from '../../sandbox/provider.js';
 import { readTree, removeAllSandboxes, removeDirs, tempDir, writeTree } from './helpers.js';
 
@@ -86,7 +86,7 @@ describe('BubblewrapProvider limits and lifetimes', () => {
 
   it('pauses and resumes every process of a sandbox', async () => {
     const info = await provider.create({ idempotencyKey: key(), workspaceDir: workspace });
-    const counter = join(layerPaths(join(rootDir, info.id)).tmp, 'count');
+    const counter = join(provider.tmpHostDir(info.id), 'count');
     const loop = provider
       .exec(
         info.id,
@@ -152,12 +152,14 @@ describe('BubblewrapProvider limits and lifetimes', () => {
 
   it('sweeps cgroups and mounts a crashed provider left without a sandbox directory', async () => {
     const info = await provider.create({ idempotencyKey: key(), workspaceDir: workspace });
-    const dir = join(rootDir, info.id);
-    // As if the host crashed between removing the directory and the cgroup.
-    await unmountLayers(dir);
-    await rm(dir, { recursive: true, force: true });
+    const mountDir = join(defaultMountRoot(rootDir), info.id);
+    // As if the host crashed while removing it: its record is gone, its mounts and cgroup are not.
+    await rm(join(rootDir, info.id), { recursive: true, force: true });
+    expect(await mountsUnder(mountDir)).toHaveLength(2);
     expect(existsSync(await cgroupFile(info.id, 'pids', ''))).toBe(true);
     await provider.sweepExpired();
+    expect(await mountsUnder(mountDir)).toEqual([]);
+    expect(existsSync(mountDir)).toBe(false);
     expect(existsSync(await cgroupFile(info.id, 'pids', ''))).toBe(false);
   });
 
