@@ -406,7 +406,8 @@ export class BubblewrapProvider implements SandboxProvider {
   /** The sandbox's meta, or SandboxGoneError when it is missing, half-made or expired. */
   private async liveMeta(id: string): Promise<SandboxMeta> {
     const meta = isSandboxId(id) ? await readMeta(this.dir(id)) : undefined;
-    if (!meta || meta.expiresAt <= Date.now()) throw new SandboxGoneError(id);
+    // No limits: made by a provider version without layers, unusable with this one.
+    if (!meta || meta.expiresAt <= Date.now() || !meta.limits) throw new SandboxGoneError(id);
     return meta;
   }
 

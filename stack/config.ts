@@ -69,6 +69,15 @@ export const ConfigSchema = z
         ttlMs: z.number().int().positive().default(2 * 60 * 60 * 1000),
         /** How often the janitor schedule sweeps every host's sandboxes. */
         janitorIntervalMs: z.number().int().positive().default(60_000),
+        /** Per-sandbox limits; each left out takes the provider default (sandbox/provider.ts). */
+        limits: z
+          .object({
+            memoryBytes: z.number().int().positive().optional(),
+            maxProcesses: z.number().int().positive().optional(),
+            cpus: z.number().positive().optional(),
+            diskBytes: z.number().int().positive().optional(),
+          })
+          .prefault({}),
       })
       .prefault({}),
     agent: z

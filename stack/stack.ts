@@ -182,6 +182,7 @@ export async function startWorker(
     createFailureRate: config.sandbox.createFailureRate,
     seed: config.sandbox.faultSeed,
     defaultTtlMs: config.sandbox.ttlMs,
+    defaultLimits: config.sandbox.limits,
   });
   const activities = createActivities({
     store: ctx.store,
