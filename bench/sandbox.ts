@@ -4,15 +4,16 @@
  *   npm run bench:sandbox
  *
  * 1. create + exec (`true`) + destroy latency, p50 and p99, sequentially;
- * 2. the most sandboxes held at once: idle sandboxes created until a create fails or the cap,
- *    then all destroyed (time per create and per destroy at that scale);
+ * 2. the most sandboxes held at once: idle sandboxes created until a create fails, the cap or
+ *    the time budget, then all destroyed (time per create and per destroy at that scale);
  * 3. memory per sandbox: per idle sandbox (host MemAvailable drop / count, and the charge of its
  *    cgroup), and per sandbox with a process running in it (PSS of its bwrap + command processes
  *    plus its cgroup charge);
  * 4. reward evaluations per second: `evaluateReward` on a built-in pack task with its gold patch,
  *    sequentially and two at once.
  *
- * Environment: BENCH_LATENCY_RUNS (default 200), BENCH_HOLD_CAP (default 1000), BENCH_BUSY
+ * Environment: BENCH_LATENCY_RUNS (default 200), BENCH_HOLD_CAP (default 1000),
+ * BENCH_HOLD_SECONDS (time budget of the ramp, default 75), BENCH_BUSY
  * (sandboxes with a process, default 50), BENCH_REWARD_RUNS (default 12), BENCH_TASK (default
  * py-slugify-1). Sized to finish in about three minutes on 2 cores.
  */
@@ -30,6 +31,7 @@ import { evaluateReward } from '../tasks/reward/index.js';
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const LATENCY_RUNS = env('BENCH_LATENCY_RUNS', 200);
 const HOLD_CAP = env('BENCH_HOLD_CAP', 1000);
+const HOLD_SECONDS = env('BENCH_HOLD_SECONDS', 75);
 const BUSY = env('BENCH_BUSY', 50);
 const REWARD_RUNS = env('BENCH_REWARD_RUNS', 12);
 const TASK = process.env.BENCH_TASK ?? 'py-slugify-1';
@@ -134,6 +136,10 @@ async function main(): Promise<void> {
     let stop = 'cap reached';
     const holdStart = performance.now();
     while (held.length < HOLD_CAP) {
+      if (performance.now() - holdStart > HOLD_SECONDS * 1000) {
+        stop = `time budget of ${HOLD_SECONDS} s reached`;
+        break;
+      }
       try {
         held.push(await create());
       } catch (error) {

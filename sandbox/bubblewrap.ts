@@ -366,11 +366,19 @@ export class BubblewrapProvider implements SandboxProvider {
     const dirs = await this.sandboxDirs();
     // Cgroups whose sandbox directory is gone (a crash between the two removals).
     const rc = await this.rc();
-    for (const id of await rc.listIds()) {
-      if (isSandboxId(id) && !dirs.includes(id) && !this.creating.has(id)) await rc.remove(id);
-    }
+    // A create (here or in another process) makes the directory before the cgroup and mounts,
+    // so one seen without its directory, checked again just now, is debris.
+    const orphan = async (id: string): Promise<boolean> =>
+      isSandboxId(id) &&
+      !dirs.includes(id) &&
+      !this.creating.has(id) &&
+      (await stat(this.dir(id)).then(
+        () => false,
+        () => true,
+      ));
+    for (const id of await rc.listIds()) if (await orphan(id)) await rc.remove(id);
     for (const id of await readdir(this.mountRoot).catch(() => [])) {
-      if (isSandboxId(id) && !dirs.includes(id) && !this.creating.has(id)) await this.remove(id);
+      if (await orphan(id)) await this.remove(id);
     }
     for (const id of dirs) {
       if (this.creating.has(id)) continue;
