@@ -17,7 +17,7 @@
  * (sandboxes with a process, default 50), BENCH_REWARD_RUNS (default 12), BENCH_TASK (default
  * py-slugify-1). Sized to finish in about three minutes on 2 cores.
  */
-import { mkdtemp, readFile, rm, rmdir } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -217,11 +217,7 @@ async function main(): Promise<void> {
     );
   } finally {
     await provider.sweepExpired(Number.MAX_SAFE_INTEGER);
-    for (const c of ['memory', 'pids', 'cpu', 'freezer', '']) {
-      await rmdir(join('/sys/fs/cgroup', c, 'agent-rollout', rootKeyOf(rootDir))).catch(
-        () => undefined,
-      );
-    }
+    await provider.release();
     await rm(scratch, { recursive: true, force: true });
   }
 }

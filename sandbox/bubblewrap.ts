@@ -399,6 +399,21 @@ export class BubblewrapProvider implements SandboxProvider {
     return this.layers(id).tmp;
   }
 
+  /**
+   * Removes this provider's host directories outside `rootDir` (the mount root, the cgroup
+   * parents) if no sandbox is left in them; for short-lived processes such as tests and
+   * benchmarks. The provider prepares them again when it is used next.
+   */
+  async release(): Promise<void> {
+    const entries = await readdir(this.mountRoot).catch(() => undefined);
+    if (entries && entries.every((e) => e === '.empty')) {
+      await rm(this.mountRoot, { recursive: true, force: true });
+    }
+    await (await this.rc()).release();
+    this.rootReady = undefined;
+    this.resourceControlReady = undefined;
+  }
+
   private dir(id: string): string {
     return join(this.rootDir, id);
   }

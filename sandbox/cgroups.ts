@@ -42,6 +42,8 @@ export interface ResourceControl {
   memoryUsage(id: string): Promise<number | undefined>;
   /** Ids of the groups that exist (to sweep the ones whose sandbox is gone). */
   listIds(): Promise<string[]>;
+  /** Removes the provider's parent group(s) if no sandbox group is left in them. */
+  release(): Promise<void>;
 }
 
 /** Pause or resume asked of a provider whose host has no freezer. */
@@ -192,6 +194,10 @@ class CgroupV1 implements ResourceControl {
     return text === undefined ? undefined : Number(text);
   }
 
+  async release(): Promise<void> {
+    for (const c of V1_CONTROLLERS) await rmdir(this.base(c)).catch(() => undefined);
+  }
+
   async listIds(): Promise<string[]> {
     const ids = new Set<string>();
     for (const c of V1_CONTROLLERS) {
@@ -275,6 +281,10 @@ class CgroupV2 implements ResourceControl {
     return text === undefined ? undefined : Number(text);
   }
 
+  async release(): Promise<void> {
+    await rmdir(this.base).catch(() => undefined);
+  }
+
   async listIds(): Promise<string[]> {
     const entries = await readdir(this.base, { withFileTypes: true }).catch(() => []);
     return entries.filter((e) => e.isDirectory()).map((e) => e.name);
@@ -312,6 +322,7 @@ class Prlimit implements ResourceControl {
   async listIds(): Promise<string[]> {
     return [];
   }
+  async release(): Promise<void> {}
 }
 
 /** Whether the group directory `dir` exists or can be made (the hierarchy is writable). */

@@ -586,7 +586,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   printAttackTable('sandbox escape attacks', outcomes);
-  for (const [p, root] of providers) await removeAllSandboxes(p, root);
+  for (const [p] of providers) await removeAllSandboxes(p);
   await removeDirs(dirs);
 });
 

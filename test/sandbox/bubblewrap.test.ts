@@ -53,11 +53,10 @@ beforeAll(async () => {
 });
 
 /** Providers with their own root, swept at the end. */
-const others: [BubblewrapProvider, string][] = [];
+const others: BubblewrapProvider[] = [];
 
 afterAll(async () => {
-  for (const [p, root] of [[provider, rootDir] as const, ...others])
-    await removeAllSandboxes(p, root);
+  for (const p of [provider, ...others]) await removeAllSandboxes(p);
   await removeDirs(dirs);
 });
 
@@ -452,7 +451,7 @@ describe('BubblewrapProvider housekeeping', () => {
     const root = await tempDir('quota');
     dirs.push(root);
     const small = new BubblewrapProvider({ rootDir: root, maxSandboxes: 2 });
-    others.push([small, root]);
+    others.push(small);
     const aKey = key();
     const a = await small.create({ idempotencyKey: aKey, workspaceDir: workspace });
     await small.create({ idempotencyKey: key(), workspaceDir: workspace });
@@ -470,7 +469,7 @@ describe('BubblewrapProvider housekeeping', () => {
     const root = await tempDir('sweep');
     dirs.push(root);
     const p = new BubblewrapProvider({ rootDir: root });
-    others.push([p, root]);
+    others.push(p);
     const expiring = await p.create({
       idempotencyKey: key(),
       workspaceDir: workspace,
@@ -501,7 +500,7 @@ describe('BubblewrapProvider housekeeping', () => {
     const root = await tempDir('redo');
     dirs.push(root);
     const p = new BubblewrapProvider({ rootDir: root });
-    others.push([p, root]);
+    others.push(p);
     const k = key();
     const first = await p.create({ idempotencyKey: k, workspaceDir: workspace });
     await p.exec(first.id, { shell: 'echo stale > stale.txt' });

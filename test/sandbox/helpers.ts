@@ -1,8 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { defaultMountRoot, type BubblewrapProvider } from '../../sandbox/bubblewrap.js';
-import { rootKeyOf } from '../../sandbox/cgroups.js';
+import type { BubblewrapProvider } from '../../sandbox/bubblewrap.js';
 
 /**
  * Host temp dirs live under /var/tmp, not /tmp: every sandbox has its own /tmp, so a fixture under
@@ -78,17 +77,9 @@ export function newFileDiff(path: string, content: string): string {
 
 /**
  * Removes every sandbox of `provider` (live, expired, half-made: their mounts and cgroups too) and
- * its now empty cgroup directories, so a test leaves nothing on the host.
+ * its now empty host directories, so a test leaves nothing on the host.
  */
-export async function removeAllSandboxes(
-  provider: BubblewrapProvider,
-  rootDir: string,
-): Promise<void> {
+export async function removeAllSandboxes(provider: BubblewrapProvider): Promise<void> {
   await provider.sweepExpired(Number.MAX_SAFE_INTEGER);
-  await rm(defaultMountRoot(rootDir), { recursive: true, force: true });
-  for (const controller of ['memory', 'pids', 'cpu', 'freezer', '']) {
-    await rmdir(join('/sys/fs/cgroup', controller, 'agent-rollout', rootKeyOf(rootDir))).catch(
-      () => undefined,
-    );
-  }
+  await provider.release();
 }

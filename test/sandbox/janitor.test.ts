@@ -70,7 +70,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const [p, root] of providers) await removeAllSandboxes(p, root);
+  for (const [p] of providers) await removeAllSandboxes(p);
   await removeDirs(dirs);
   await connection?.close();
 });

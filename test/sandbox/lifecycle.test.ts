@@ -37,7 +37,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await removeAllSandboxes(provider, rootDir);
+  await removeAllSandboxes(provider);
   await removeDirs(dirs);
 });
 
