@@ -13,6 +13,7 @@ import {
 } from './black-box-agent.js';
 import { createBatchActivities } from './batch.js';
 import { GatewayAdminClient } from './gateway-admin.js';
+import { createJanitorActivities } from './janitor.js';
 import type { TaskCatalog } from './task-catalog.js';
 import type { EpisodeInput, EpisodeOutcome, RewardSummary, SandboxRef } from './types.js';
 
@@ -82,6 +83,8 @@ export function createActivities(deps: ActivityDeps) {
     logDir: deps.agentLogDir,
   });
   return {
+    ...createJanitorActivities({ sandbox: deps.sandbox }),
+
     /** Waits for rollout capacity and returns the episode's home instance. */
     async admitEpisode(input: { episodeId: string }): Promise<{ instance: string }> {
       for (;;) {

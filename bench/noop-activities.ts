@@ -20,6 +20,7 @@ export function createNoopActivities(hostQueue: string): Activities & { noop(): 
     finishEpisode: async () => undefined,
     exportGroup: async () => ({ uri: 'file:///dev/null', format: 'arrow-stream' as const, rows: 0, sha256: '' }),
     policyVersion: async () => ({ version: 0 }),
+    sweepHostSandboxes: async () => ({ expired: [], closed: [] }),
   };
 }
 export type NoopActivities = ReturnType<typeof createNoopActivities>;

@@ -11,6 +11,7 @@ import { chmod, mkdir, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { defaultMountRoot } from './bubblewrap.js';
 
 /** Where the forwarder script is mounted read-only in every black-box agent's sandbox. */
 export const BRIDGE_SANDBOX_DIR = '/opt/agent-bridge';
@@ -136,7 +137,7 @@ export function bridgedBaseUrl(port: number = BRIDGE_PORT): string {
   return `http://127.0.0.1:${port}`;
 }
 
-/** Where a bubblewrap provider keeps a sandbox's `/tmp` on the host. */
+/** Where a bubblewrap provider with the default mount root keeps a sandbox's `/tmp` on the host. */
 export function bubblewrapTmpHostDir(rootDir: string): (sandboxId: string) => string {
-  return (sandboxId) => join(rootDir, sandboxId, 'tmp');
+  return (sandboxId) => join(defaultMountRoot(rootDir), sandboxId, 'rw', 'tmp');
 }

@@ -1,31 +1,59 @@
 /**
  * The local sandbox provider: one bubblewrap invocation per exec over a per-sandbox directory.
  *
- * Host layout: `<rootDir>/<id>/{workspace/, tmp/, meta.json}`. Every exec runs in fresh
- * namespaces (no network but loopback, own pids, no capabilities, no further user namespaces)
- * over the host root read-only, with `rootDir` and the hidden paths masked, the sandbox's
- * workspace at `/workspace` and its own `tmp/` at `/tmp` (also `HOME`, so state such as agent
- * config survives from one exec to the next). See `mounts.ts` and `process.ts`.
+ * Host layout: `<rootDir>/<id>/{base/, meta.json}` and mount points `<mountRoot>/<id>/{rw/,
+ * workspace/}` (see `layers.ts`): the workspace is an overlay over the prepared copy, and everything the sandbox can write (workspace
+ * changes, `/tmp` which is also `HOME`) lives on one size-capped tmpfs, so state survives from one
+ * exec to the next and the disk cap holds. Every exec joins the sandbox's cgroup (`cgroups.ts`),
+ * drops to an unprivileged host user, and runs in fresh namespaces (no network but loopback, own
+ * pids, no capabilities, no further user namespaces) under a seccomp filter (`seccomp.ts`), over
+ * the host root read-only with `rootDir`, `mountRoot` and the hidden paths masked. See `mounts.ts` and
+ * `process.ts`.
  */
 import { execFile } from 'node:child_process';
-import { mkdir, readdir, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, realpath, rm, stat, statfs, writeFile } from 'node:fs/promises';
 import { join, posix, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import {
   InvalidSandboxSpecError,
   ProviderUnavailableError,
+  SandboxError,
   SandboxGoneError,
+  SandboxPausedError,
   SandboxQuotaError,
   type Command,
   type ExecOptions,
   type ExecResult,
   type SandboxInfo,
+  type SandboxLimits,
   type SandboxProvider,
   type SandboxSpec,
   type SandboxState,
+  type SandboxUsage,
 } from './provider.js';
-import { readFileViaExec, writeFileViaExec } from './files.js';
-import { checkSandboxPath, mountArgs, WORKSPACE } from './mounts.js';
+import {
+  downloadTarViaExec,
+  readFileViaExec,
+  uploadTarViaExec,
+  writeFileViaExec,
+} from './files.js';
+import {
+  checkSandboxPath,
+  mountArgs,
+  reachableBy,
+  readableBy,
+  WORKSPACE,
+  type SandboxUser,
+} from './mounts.js';
+import {
+  detectResourceControl,
+  rootKeyOf,
+  type ResourceControl,
+  type ResourceControlKind,
+  type ResourceControlOptions,
+} from './cgroups.js';
+import { layerPaths, mountLayers, unmountLayers, type LayerPaths } from './layers.js';
+import { seccompProgram } from './seccomp.js';
 import { infoOf, isSandboxId, readMeta, sandboxId, writeMeta, type SandboxMeta } from './meta.js';
 import { runInBwrap, type RunningCommand } from './process.js';
 
@@ -50,11 +78,47 @@ export interface BubblewrapProviderOptions {
   halfMadeGraceMs?: number;
   /** The bubblewrap binary. Default `bwrap` from PATH. */
   bwrapPath?: string;
+  /**
+   * The unprivileged host user every sandboxed command runs as (bwrap included), so host files
+   * readable only by root stay unreadable whatever uid the sandbox believes it has. Default
+   * nobody, 65534:65534.
+   */
+  sandboxUser?: SandboxUser;
+  /**
+   * How limits are enforced: `auto` picks cgroup v2, else cgroup v1 (memory, pids, cpu, freezer),
+   * else `prlimit` (no CPU share, no pause). Default `auto`.
+   */
+  resourceControl?: ResourceControlKind | 'auto';
+  /** The cgroup directory, under each hierarchy's root, holding this host's sandboxes. Default `agent-rollout`. */
+  cgroupParent?: string;
+  /** Load the seccomp deny list into every sandbox (x86_64 only). Default true. */
+  seccomp?: boolean;
+  /** Limits of a sandbox whose spec gives none; see SandboxLimits for each default. */
+  defaultLimits?: SandboxLimits;
+  /**
+   * Where the sandboxes' host mount points go; it must be reachable by the sandbox user, unlike
+   * `rootDir`. Default `/run/agent-rollout/<hash of rootDir>`.
+   */
+  mountRoot?: string;
 }
+
+/** The default `mountRoot` of a provider whose root directory is `rootDir`. */
+export function defaultMountRoot(rootDir: string): string {
+  return join('/run/agent-rollout', rootKeyOf(resolve(rootDir)));
+}
+
+export const DEFAULT_LIMITS: Required<SandboxLimits> = {
+  memoryBytes: 2 * 1024 ** 3,
+  maxProcesses: 512,
+  cpus: 1,
+  diskBytes: 1024 ** 3,
+};
 
 const HOUR_MS = 60 * 60 * 1000;
 const DEFAULT_EXEC_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
+/** `/dev/shm` size: 64 MiB, or the disk cap when that is smaller. */
+const SHM_BYTES = 64 * 1024 * 1024;
 const SANDBOX_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** Fixed identity and date so the base commit depends only on the files. */
@@ -99,13 +163,19 @@ export class BubblewrapProvider implements SandboxProvider {
   private readonly maxSandboxes: number;
   private readonly halfMadeGraceMs: number;
   private readonly bwrapPath: string;
+  private readonly mountRoot: string;
+  private readonly sandboxUser: SandboxUser;
+  private readonly defaultLimits: Required<SandboxLimits>;
+  private readonly seccomp: Buffer | undefined;
+  private readonly resourceControlOptions: ResourceControlOptions;
+  private resourceControlReady: Promise<ResourceControl> | undefined;
   /** Creates in flight in this process, by id: a concurrent retry joins the first. */
   private readonly creating = new Map<string, Promise<SandboxInfo>>();
   /** Commands running in this process, by sandbox id: destroy kills them. */
   private readonly running = new Map<string, Set<RunningCommand>>();
   /** Sandboxes being removed: an exec starting meanwhile is killed at once. */
   private readonly removing = new Set<string>();
-  private emptyFileReady: Promise<string> | undefined;
+  private rootReady: Promise<string> | undefined;
 
   constructor(options: BubblewrapProviderOptions) {
     this.rootDir = resolve(options.rootDir);
@@ -114,6 +184,26 @@ export class BubblewrapProvider implements SandboxProvider {
     this.maxSandboxes = options.maxSandboxes ?? 1000;
     this.halfMadeGraceMs = options.halfMadeGraceMs ?? 10 * 60 * 1000;
     this.bwrapPath = options.bwrapPath ?? 'bwrap';
+    this.mountRoot = resolve(options.mountRoot ?? defaultMountRoot(this.rootDir));
+    this.sandboxUser = options.sandboxUser ?? { uid: 65534, gid: 65534 };
+    this.defaultLimits = { ...DEFAULT_LIMITS, ...options.defaultLimits };
+    this.seccomp = (options.seccomp ?? true) ? seccompProgram() : undefined;
+    this.resourceControlOptions = {
+      kind: options.resourceControl ?? 'auto',
+      parent: options.cgroupParent ?? 'agent-rollout',
+      rootDir: this.rootDir,
+    };
+  }
+
+  /** How this provider enforces limits (`cgroup-v2`, `cgroup-v1` or `prlimit`). */
+  async resourceControl(): Promise<ResourceControlKind> {
+    return (await this.rc()).kind;
+  }
+
+  /** Detected on first use, so constructing a provider touches nothing on the host. */
+  private rc(): Promise<ResourceControl> {
+    this.resourceControlReady ??= detectResourceControl(this.resourceControlOptions);
+    return this.resourceControlReady;
   }
 
   async create(spec: SandboxSpec): Promise<SandboxInfo> {
@@ -128,9 +218,11 @@ export class BubblewrapProvider implements SandboxProvider {
 
   async exec(id: string, command: Command, options: ExecOptions = {}): Promise<ExecResult> {
     const meta = await this.liveMeta(id);
+    if (meta.paused) throw new SandboxPausedError(id);
+    const rc = await this.rc();
     const argv = Array.isArray(command) ? command : ['/bin/sh', '-c', command.shell];
     if (argv.length === 0) throw new InvalidSandboxSpecError('empty command');
-    const dir = this.dir(id);
+    const layers = this.layers(id);
     const env: Record<string, string> = {
       PATH: SANDBOX_PATH,
       HOME: '/tmp',
@@ -141,21 +233,38 @@ export class BubblewrapProvider implements SandboxProvider {
       ...ISOLATION_ARGS,
       ...Object.entries(env).flatMap(([k, v]) => ['--setenv', k, v]),
       ...mountArgs({
-        workspaceHostDir: join(dir, 'workspace'),
-        tmpHostDir: join(dir, 'tmp'),
+        workspaceHostDir: layers.workspace,
+        tmpHostDir: layers.tmp,
         maskedPaths: await this.maskedPaths(),
-        emptyFile: await this.emptyFile(),
+        emptyFile: join(await this.prepareRoot(), '.empty'),
         readOnlyMounts: meta.readOnlyMounts,
+        sandboxUser: this.sandboxUser,
+        shmBytes: Math.min(SHM_BYTES, meta.limits.diskBytes),
       }),
     ];
+    const { uid, gid } = this.sandboxUser;
     const run = runInBwrap({
+      launcher: [
+        ...rc.launcher(id, meta.limits),
+        'setpriv',
+        `--reuid=${uid}`,
+        `--regid=${gid}`,
+        '--clear-groups',
+        '--',
+      ],
       bwrapPath: this.bwrapPath,
       bwrapArgs,
       cwd: posix.resolve(WORKSPACE, options.cwd ?? WORKSPACE),
       argv,
       stdin: options.stdin,
-      timeoutMs: options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS,
+      // The hard TTL bounds every command too: nothing outlives its sandbox.
+      timeoutMs: Math.max(
+        1,
+        Math.min(options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS, meta.expiresAt - Date.now()),
+      ),
       maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
+      seccomp: this.seccomp,
+      beforeKill: () => rc.thaw(id).catch(() => undefined),
     });
     const runs = this.running.get(id) ?? new Set<RunningCommand>();
     this.running.set(id, runs.add(run));
@@ -186,13 +295,41 @@ export class BubblewrapProvider implements SandboxProvider {
     return writeFileViaExec(this, id, path, data);
   }
 
+  async upload(id: string, tar: Buffer, dir?: string): Promise<void> {
+    return uploadTarViaExec(this, id, tar, dir);
+  }
+
+  async download(id: string, dir?: string): Promise<Buffer> {
+    return downloadTarViaExec(this, id, dir);
+  }
+
   async status(id: string): Promise<SandboxState> {
     try {
-      await this.liveMeta(id);
-      return 'running';
+      return (await this.liveMeta(id)).paused ? 'paused' : 'running';
     } catch {
       return 'gone';
     }
+  }
+
+  async pause(id: string): Promise<void> {
+    const meta = await this.liveMeta(id);
+    await (await this.rc()).freeze(id);
+    await writeMeta(this.dir(id), { ...meta, paused: true });
+  }
+
+  async resume(id: string): Promise<void> {
+    const meta = await this.liveMeta(id);
+    await (await this.rc()).thaw(id);
+    await writeMeta(this.dir(id), { ...meta, paused: false });
+  }
+
+  /** Memory charged to the sandbox's cgroup and bytes used on its writable layer. */
+  async usage(id: string): Promise<SandboxUsage> {
+    await this.liveMeta(id);
+    const memoryBytes = await (await this.rc()).memoryUsage(id);
+    const rw = await statfs(this.layers(id).rw).catch(() => undefined);
+    const diskBytes = rw ? (rw.blocks - rw.bfree) * rw.bsize : undefined;
+    return { memoryBytes, diskBytes };
   }
 
   async extendTtl(id: string, ms: number): Promise<void> {
@@ -226,7 +363,24 @@ export class BubblewrapProvider implements SandboxProvider {
    */
   async sweepExpired(now: number = Date.now()): Promise<string[]> {
     const removed: string[] = [];
-    for (const id of await this.sandboxDirs()) {
+    const dirs = await this.sandboxDirs();
+    // Cgroups whose sandbox directory is gone (a crash between the two removals).
+    const rc = await this.rc();
+    // A create (here or in another process) makes the directory before the cgroup and mounts,
+    // so one seen without its directory, checked again just now, is debris.
+    const orphan = async (id: string): Promise<boolean> =>
+      isSandboxId(id) &&
+      !dirs.includes(id) &&
+      !this.creating.has(id) &&
+      (await stat(this.dir(id)).then(
+        () => false,
+        () => true,
+      ));
+    for (const id of await rc.listIds()) if (await orphan(id)) await rc.remove(id);
+    for (const id of await readdir(this.mountRoot).catch(() => [])) {
+      if (await orphan(id)) await this.remove(id);
+    }
+    for (const id of dirs) {
       if (this.creating.has(id)) continue;
       const meta = await readMeta(this.dir(id));
       const expired = meta
@@ -240,14 +394,43 @@ export class BubblewrapProvider implements SandboxProvider {
     return removed;
   }
 
+  /** Host directory the sandbox sees as `/tmp` (where the gateway bridge's socket goes). */
+  tmpHostDir(id: string): string {
+    return this.layers(id).tmp;
+  }
+
+  /**
+   * Removes this provider's host directories outside `rootDir` (the mount root, the cgroup
+   * parents) if no sandbox is left in them; for short-lived processes such as tests and
+   * benchmarks. The provider prepares them again when it is used next.
+   */
+  async release(): Promise<void> {
+    const entries = await readdir(this.mountRoot).catch(() => undefined);
+    if (entries && entries.every((e) => e === '.empty')) {
+      await rm(this.mountRoot, { recursive: true, force: true });
+    }
+    await (await this.rc()).release();
+    this.rootReady = undefined;
+    this.resourceControlReady = undefined;
+  }
+
   private dir(id: string): string {
     return join(this.rootDir, id);
+  }
+
+  private mountDir(id: string): string {
+    return join(this.mountRoot, id);
+  }
+
+  private layers(id: string): LayerPaths {
+    return layerPaths(this.dir(id), this.mountDir(id));
   }
 
   /** The sandbox's meta, or SandboxGoneError when it is missing, half-made or expired. */
   private async liveMeta(id: string): Promise<SandboxMeta> {
     const meta = isSandboxId(id) ? await readMeta(this.dir(id)) : undefined;
-    if (!meta || meta.expiresAt <= Date.now()) throw new SandboxGoneError(id);
+    // No limits: made by a provider version without layers, unusable with this one.
+    if (!meta || meta.expiresAt <= Date.now() || !meta.limits) throw new SandboxGoneError(id);
     return meta;
   }
 
@@ -267,13 +450,21 @@ export class BubblewrapProvider implements SandboxProvider {
     // Expired or half-made: what is there is of no use to this create.
     await this.remove(id);
     await this.checkQuota(id);
+    const limits = this.limitsOf(spec.limits);
+    await this.prepareRoot();
+    const layers = this.layers(id);
     try {
-      await mkdir(join(dir, 'workspace'), { recursive: true });
-      await mkdir(join(dir, 'tmp'));
-      await execFileAsync('cp', ['-a', '--', `${workspaceDir}/.`, join(dir, 'workspace')]);
-      if (spec.initGitRepo ?? true) await this.initGitRepo(join(dir, 'workspace'));
+      await mkdir(dir);
+      await mkdir(layers.base);
+      await execFileAsync('cp', ['-a', '--', `${workspaceDir}/.`, layers.base]);
+      if (spec.initGitRepo ?? true) await this.initGitRepo(layers.base);
+      const { uid, gid } = this.sandboxUser;
+      await execFileAsync('chown', ['-R', '--no-dereference', `${uid}:${gid}`, '--', layers.base]);
+      await (await this.rc()).create(id, limits);
+      await mountLayers(layers, limits.diskBytes, this.sandboxUser);
     } catch (err) {
-      await rm(dir, { recursive: true, force: true });
+      await this.remove(id).catch(() => undefined);
+      if (err instanceof ProviderUnavailableError) throw err;
       throw new ProviderUnavailableError(
         `cannot prepare sandbox ${id}: ${(err as Error).message}`,
         { cause: err },
@@ -288,6 +479,7 @@ export class BubblewrapProvider implements SandboxProvider {
       createdAt,
       expiresAt: createdAt + (spec.ttlMs ?? this.defaultTtlMs),
       readOnlyMounts,
+      limits,
     };
     await writeMeta(dir, meta);
     return infoOf(meta);
@@ -320,8 +512,24 @@ export class BubblewrapProvider implements SandboxProvider {
       );
       if (!exists)
         throw new InvalidSandboxSpecError(`read-only mount source is missing: ${m.hostPath}`);
+      if (!readableBy(m.hostPath, this.sandboxUser)) {
+        throw new InvalidSandboxSpecError(
+          `read-only mount source is not readable by the sandbox user: ${m.hostPath}`,
+        );
+      }
     }
     return mounts;
+  }
+
+  private limitsOf(limits: SandboxLimits = {}): Required<SandboxLimits> {
+    const merged = { ...this.defaultLimits };
+    for (const [k, v] of Object.entries(limits) as [keyof SandboxLimits, number | undefined][]) {
+      if (v === undefined) continue;
+      if (!(Number.isFinite(v) && v > 0))
+        throw new InvalidSandboxSpecError(`limits.${k} must be > 0`);
+      merged[k] = v;
+    }
+    return merged;
   }
 
   private async initGitRepo(workspace: string): Promise<void> {
@@ -345,13 +553,23 @@ export class BubblewrapProvider implements SandboxProvider {
     }
   }
 
-  /** Kills the sandbox's running commands, waits until their processes are gone, removes it. */
+  /**
+   * Kills the sandbox's running commands (those of this process, then any left in its cgroup by
+   * another), waits until their processes are gone, unmounts its layers, removes its cgroup and
+   * its directory.
+   */
   private async remove(id: string): Promise<void> {
     this.removing.add(id);
     try {
+      const rc = await this.rc();
+      await rc.thaw(id).catch(() => undefined);
       const runs = [...(this.running.get(id) ?? [])];
       for (const run of runs) run.kill();
       await Promise.allSettled(runs.map((run) => run.done));
+      await rc.killAll(id);
+      await unmountLayers(this.mountDir(id));
+      await rc.remove(id);
+      await rm(this.mountDir(id), { recursive: true, force: true, maxRetries: 3 });
       await rm(this.dir(id), { recursive: true, force: true, maxRetries: 3 });
     } finally {
       this.removing.delete(id);
@@ -374,21 +592,36 @@ export class BubblewrapProvider implements SandboxProvider {
     }
   }
 
-  /** `<rootDir>/.empty`, made once per provider; rootDir itself is masked, the bind source is not. */
-  private emptyFile(): Promise<string> {
-    this.emptyFileReady ??= (async (): Promise<string> => {
-      const path = join(this.rootDir, '.empty');
+  /**
+   * Makes `rootDir`, and `mountRoot` with `<mountRoot>/.empty`, once per provider; returns
+   * mountRoot. mountRoot is traversable but not listable: the sandbox user reaches its own
+   * sandbox's mount points (bwrap runs as that user) and cannot list the others.
+   */
+  private prepareRoot(): Promise<string> {
+    this.rootReady ??= (async (): Promise<string> => {
       await mkdir(this.rootDir, { recursive: true });
-      await writeFile(path, '', { mode: 0o444, flag: 'wx' }).catch((err: NodeJS.ErrnoException) => {
-        if (err.code !== 'EEXIST') throw err;
-      });
-      return path;
+      await mkdir(this.mountRoot, { recursive: true, mode: 0o711 });
+      await chmod(this.mountRoot, 0o711);
+      await writeFile(join(this.mountRoot, '.empty'), '', { mode: 0o444, flag: 'wx' }).catch(
+        (err: NodeJS.ErrnoException) => {
+          if (err.code !== 'EEXIST') throw err;
+        },
+      );
+      if (!reachableBy(join(this.mountRoot, '.empty'), this.sandboxUser)) {
+        throw new SandboxError(
+          `mountRoot ${this.mountRoot} is not reachable by the sandbox user; choose another`,
+          false,
+        );
+      }
+      return this.mountRoot;
     })();
-    return this.emptyFileReady;
+    return this.rootReady;
   }
 
   /** The hidden paths and rootDir as real paths, so a symlinked data dir is masked where it lives. */
   private async maskedPaths(): Promise<string[]> {
-    return Promise.all([this.rootDir, ...this.hiddenPaths].map((p) => realpath(p).catch(() => p)));
+    return Promise.all(
+      [this.rootDir, this.mountRoot, ...this.hiddenPaths].map((p) => realpath(p).catch(() => p)),
+    );
   }
 }

@@ -11,7 +11,10 @@ import {
   type SandboxProvider,
   type SandboxSpec,
   type SandboxState,
+  type SandboxUsage,
 } from './provider.js';
+import { FreezerUnavailableError } from './cgroups.js';
+import { downloadTarViaExec, uploadTarViaExec } from './files.js';
 
 export interface FaultInjectionOptions {
   /** Probability (0..1) that a `create` fails with ProviderUnavailableError. Default 0. */
@@ -83,5 +86,31 @@ export class FaultInjectingProvider implements SandboxProvider {
 
   async sweepExpired(now?: number): Promise<string[]> {
     return this.inner.sweepExpired ? this.inner.sweepExpired(now) : [];
+  }
+
+  upload(id: string, tar: Buffer, dir?: string): Promise<void> {
+    return this.inner.upload
+      ? this.inner.upload(id, tar, dir)
+      : uploadTarViaExec(this.inner, id, tar, dir);
+  }
+
+  download(id: string, dir?: string): Promise<Buffer> {
+    return this.inner.download
+      ? this.inner.download(id, dir)
+      : downloadTarViaExec(this.inner, id, dir);
+  }
+
+  async pause(id: string): Promise<void> {
+    if (!this.inner.pause) throw new FreezerUnavailableError();
+    return this.inner.pause(id);
+  }
+
+  async resume(id: string): Promise<void> {
+    if (!this.inner.resume) throw new FreezerUnavailableError();
+    return this.inner.resume(id);
+  }
+
+  async usage(id: string): Promise<SandboxUsage> {
+    return this.inner.usage ? this.inner.usage(id) : {};
   }
 }

@@ -1,5 +1,6 @@
 /**
- * File operations done with exec inside the sandbox, so any provider that can exec gets them.
+ * File operations (single files and tar archives) done with exec inside the sandbox, so any
+ * provider that can exec gets them.
  *
  * Paths are resolved inside the sandbox, where a symlink can only lead to what the sandbox itself
  * can see (the read-only host root with the hidden paths masked); on top of that the resolved
@@ -83,4 +84,45 @@ export async function writeFileViaExec(
     throw new InvalidSandboxSpecError(`path resolves outside ${WORKSPACE}: ${path}`);
   if (r.timedOut || r.exitCode !== 0)
     throw new SandboxFileError(abs, `write failed: ${r.stderr.trim()}`);
+}
+
+/** Largest archive `downloadTarViaExec` returns by default: 256 MiB. */
+export const DEFAULT_MAX_TAR_BYTES = 256 * 1024 * 1024;
+
+/** Members keep the sandbox user as owner; `..` and absolute names are refused by tar itself. */
+const UNTAR_SCRIPT = `mkdir -p -- "$1" && base64 -d | tar -x --no-same-owner --no-same-permissions -C "$1" -f -`;
+const TAR_SCRIPT = `cd -- "$1" && tar -c -f - . | base64 -w0`;
+
+/** Unpacks a tar archive into `dir` under /workspace (created when missing). */
+export async function uploadTarViaExec(
+  provider: Exec,
+  id: string,
+  tar: Buffer,
+  dir: string = WORKSPACE,
+): Promise<void> {
+  const abs = workspacePath(dir);
+  const r = await provider.exec(id, ['/bin/sh', '-c', UNTAR_SCRIPT, 'upload', abs], {
+    stdin: tar.toString('base64'),
+    timeoutMs: 10 * 60_000,
+  });
+  if (r.timedOut || r.exitCode !== 0)
+    throw new SandboxFileError(abs, `upload failed: ${r.stderr.trim()}`);
+}
+
+/** A tar archive of `dir` under /workspace. */
+export async function downloadTarViaExec(
+  provider: Exec,
+  id: string,
+  dir: string = WORKSPACE,
+  maxBytes: number = DEFAULT_MAX_TAR_BYTES,
+): Promise<Buffer> {
+  const abs = workspacePath(dir);
+  const r = await provider.exec(id, ['/bin/sh', '-c', TAR_SCRIPT, 'download', abs], {
+    maxOutputBytes: Math.ceil(maxBytes / 3) * 4,
+    timeoutMs: 10 * 60_000,
+  });
+  if (r.truncated) throw new SandboxFileError(abs, `archive larger than ${maxBytes} bytes`);
+  if (r.timedOut || r.exitCode !== 0)
+    throw new SandboxFileError(abs, `download failed: ${r.stderr.trim()}`);
+  return Buffer.from(r.stdout, 'base64');
 }

@@ -1,11 +1,18 @@
 import { BubblewrapProvider } from './bubblewrap.js';
 import { FaultInjectingProvider } from './fault-injection.js';
-import type { SandboxProvider } from './provider.js';
+import type { SandboxLimits, SandboxProvider } from './provider.js';
 
 export * from './provider.js';
-export { BubblewrapProvider, type BubblewrapProviderOptions } from './bubblewrap.js';
+export {
+  BubblewrapProvider,
+  DEFAULT_LIMITS,
+  defaultMountRoot,
+  type BubblewrapProviderOptions,
+} from './bubblewrap.js';
+export { FreezerUnavailableError, type ResourceControlKind } from './cgroups.js';
+export { DENIED_SYSCALLS_X86_64 } from './seccomp.js';
 export { FaultInjectingProvider, type FaultInjectionOptions } from './fault-injection.js';
-export { SandboxFileError } from './files.js';
+export { SandboxFileError, uploadTarViaExec, downloadTarViaExec } from './files.js';
 
 export interface SandboxProviderConfig {
   provider: 'bubblewrap';
@@ -21,6 +28,8 @@ export interface SandboxProviderConfig {
   maxSandboxes?: number;
   /** TTL when a spec gives none. Default 1 hour. */
   defaultTtlMs?: number;
+  /** Limits when a spec gives none; see SandboxLimits for each default. */
+  defaultLimits?: SandboxLimits;
 }
 
 export function createSandboxProvider(config: SandboxProviderConfig): SandboxProvider {
@@ -29,6 +38,7 @@ export function createSandboxProvider(config: SandboxProviderConfig): SandboxPro
     hiddenPaths: config.hiddenPaths,
     maxSandboxes: config.maxSandboxes,
     defaultTtlMs: config.defaultTtlMs,
+    defaultLimits: config.defaultLimits,
   });
   const rate = config.createFailureRate ?? 0;
   return rate > 0

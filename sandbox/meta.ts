@@ -5,7 +5,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { SandboxInfo } from './provider.js';
+import type { SandboxInfo, SandboxLimits } from './provider.js';
 
 export interface SandboxMeta {
   version: 1;
@@ -15,6 +15,10 @@ export interface SandboxMeta {
   createdAt: number;
   expiresAt: number;
   readOnlyMounts: { hostPath: string; sandboxPath: string }[];
+  /** The limits in force, every default filled in. */
+  limits: Required<SandboxLimits>;
+  /** Frozen by `pause` until `resume`. */
+  paused?: boolean;
 }
 
 const ID_PATTERN = /^sb-[0-9a-f]{16}$/;

@@ -14,7 +14,9 @@ import { InvalidSandboxSpecError } from './provider.js';
 /** The slice of the host filesystem the plan reads; injectable so the plan is testable. */
 export interface HostFs {
   /** `undefined` when the path does not exist. Must not follow a final symlink. */
-  lstat(path: string): Pick<Stats, 'isDirectory' | 'isSymbolicLink' | 'mode'> | undefined;
+  lstat(
+    path: string,
+  ): Pick<Stats, 'isDirectory' | 'isSymbolicLink' | 'mode' | 'uid' | 'gid'> | undefined;
   readdir(path: string): string[];
   readlink(path: string): string;
 }
@@ -41,9 +43,22 @@ export interface MountPlan {
   /** An empty, read-only host file bound over masked files (`/dev/null` would be unopenable: nodev). */
   emptyFile: string;
   readOnlyMounts: { hostPath: string; sandboxPath: string }[];
+  /**
+   * The host user bwrap runs as. A masked path this user cannot even look up needs no mask (and
+   * bwrap, running as that user, could not mount one there). Default: mask everything.
+   */
+  sandboxUser?: SandboxUser;
+  /** Size of the sandbox's `/dev/shm`. Default 64 MiB. */
+  shmBytes?: number;
+}
+
+export interface SandboxUser {
+  uid: number;
+  gid: number;
 }
 
 export const WORKSPACE = '/workspace';
+const DEFAULT_SHM_BYTES = 64 * 1024 * 1024;
 
 /** Top-level host entries the sandbox never sees: it gets fresh ones. */
 const FRESH_TOP_LEVEL = new Set(['proc', 'dev', 'tmp']);
@@ -111,10 +126,30 @@ function rootArgs(dir: string, open: Set<string>, fs: HostFs): string[] {
   return args;
 }
 
-/** Hidden paths worth masking: existing, outside the fresh /tmp, /proc and /dev, not nested. */
-function masks(paths: string[], fs: HostFs): string[] {
+/** Whether `user` (with no supplementary groups) can look `path` up: search on every ancestor. */
+export function reachableBy(path: string, user: SandboxUser, fs: HostFs = realHostFs): boolean {
+  return ['/', ...ancestors(path)].every((dir) => {
+    const stat = fs.lstat(dir);
+    if (!stat) return false;
+    const bit = stat.uid === user.uid ? 0o100 : stat.gid === user.gid ? 0o010 : 0o001;
+    return (stat.mode & bit) !== 0;
+  });
+}
+
+/** Whether `user` can reach and read `path` (and list it, for a directory). */
+export function readableBy(path: string, user: SandboxUser, fs: HostFs = realHostFs): boolean {
+  const stat = fs.lstat(path);
+  if (!stat || !reachableBy(path, user, fs)) return false;
+  const shift = stat.uid === user.uid ? 6 : stat.gid === user.gid ? 3 : 0;
+  const need = stat.isDirectory() ? 0o5 : 0o4;
+  return ((stat.mode >> shift) & need) === need;
+}
+
+/** Hidden paths worth masking: existing, reachable, outside the fresh /tmp, /proc and /dev, not nested. */
+function masks(paths: string[], fs: HostFs, user: SandboxUser | undefined): string[] {
   const candidates = [...new Set(paths)]
     .filter((p) => !FRESH_TOP_LEVEL.has(p.split('/')[1] ?? '') && fs.lstat(p))
+    .filter((p) => !user || reachableBy(p, user, fs))
     .sort();
   return candidates.filter((p) => !candidates.some((q) => q !== p && isUnder(p, q)));
 }
@@ -124,8 +159,12 @@ export function mountArgs(plan: MountPlan, fs: HostFs = realHostFs): string[] {
   const targets = [WORKSPACE, ...plan.readOnlyMounts.map((m) => m.sandboxPath)];
   const args = rootArgs('/', dirsToOpen(targets, fs), fs);
   args.push('--proc', '/proc', '--dev', '/dev', '--bind', plan.tmpHostDir, '/tmp');
-  for (const path of masks(plan.maskedPaths, fs)) {
-    if (fs.lstat(path)?.isDirectory()) args.push('--tmpfs', path);
+  // /dev/shm is writable by every process: a small tmpfs of its own keeps it off the host's RAM.
+  args.push('--size', String(plan.shmBytes ?? DEFAULT_SHM_BYTES), '--tmpfs', '/dev/shm');
+  for (const path of masks(plan.maskedPaths, fs, plan.sandboxUser)) {
+    // Read-only and tiny: a mask must not become a writable layer outside the disk cap.
+    if (fs.lstat(path)?.isDirectory())
+      args.push('--size', '4096', '--tmpfs', path, '--remount-ro', path);
     else args.push('--ro-bind', plan.emptyFile, path);
   }
   args.push('--bind', plan.workspaceHostDir, WORKSPACE);

@@ -12,21 +12,28 @@ import { spawn } from 'node:child_process';
 import { readFile, readlink } from 'node:fs/promises';
 import { constants } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { ProviderUnavailableError } from './provider.js';
 
 /** The sandboxed command writes one byte here once bwrap's setup is over. */
 const STARTED_FD = 4;
 const INFO_FD = 3;
+/** bwrap reads the compiled seccomp program from here. */
+const SECCOMP_FD = 5;
 
 /**
  * Runs inside the sandbox: reports that setup succeeded, drops the bookkeeping fds, changes to
  * the requested directory and replaces itself with the command. `$1` is the cwd, the rest argv.
  * A missing cwd or command is thereby the command's failure (exit 2 / 127), not the provider's.
  */
-const WRAPPER = `printf . >&${STARTED_FD}; exec ${INFO_FD}>&- ${STARTED_FD}>&-; cd -- "$1" || exit 2; shift; exec "$@"`;
+const WRAPPER = `printf . >&${STARTED_FD}; exec ${INFO_FD}>&- ${STARTED_FD}>&- ${SECCOMP_FD}>&-; cd -- "$1" || exit 2; shift; exec "$@"`;
 
 export interface RunRequest {
+  /**
+   * Runs bwrap: an argv prefix (cgroup join, rlimits, dropping to the sandbox user) that ends by
+   * exec'ing the rest of the argv. Default: none.
+   */
+  launcher?: string[];
   bwrapPath: string;
   /** bwrap options (namespaces, mounts, env); the wrapper and command are appended. */
   bwrapArgs: string[];
@@ -35,6 +42,10 @@ export interface RunRequest {
   stdin?: string;
   timeoutMs: number;
   maxOutputBytes: number;
+  /** A compiled seccomp BPF program bwrap loads before the command. Default: none. */
+  seccomp?: Buffer;
+  /** Runs before a kill, e.g. thawing a frozen sandbox (frozen tasks do not die). */
+  beforeKill?: () => Promise<void>;
 }
 
 export interface RunOutcome {
@@ -114,11 +125,14 @@ async function killInit(init: SandboxInit): Promise<void> {
 
 export function runInBwrap(req: RunRequest): RunningCommand {
   const startedAt = performance.now();
+  const [command, ...prefix] = [...(req.launcher ?? []), req.bwrapPath];
   const child = spawn(
-    req.bwrapPath,
+    command!,
     [
+      ...prefix,
       '--info-fd',
       String(INFO_FD),
+      ...(req.seccomp ? ['--seccomp', String(SECCOMP_FD)] : []),
       ...req.bwrapArgs,
       '--',
       '/bin/sh',
@@ -128,8 +142,23 @@ export function runInBwrap(req: RunRequest): RunningCommand {
       req.cwd,
       ...req.argv,
     ],
-    { stdio: [req.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', 'pipe', 'pipe'] },
+    {
+      stdio: [
+        req.stdin === undefined ? 'ignore' : 'pipe',
+        'pipe',
+        'pipe',
+        'pipe',
+        'pipe',
+        req.seccomp ? 'pipe' : 'ignore',
+      ],
+    },
   );
+  if (req.seccomp) {
+    const seccompPipe = (child.stdio as unknown as Writable[])[SECCOMP_FD]!;
+    // bwrap that fails before reading it closes the pipe: its own error is reported instead.
+    seccompPipe.on('error', () => {});
+    seccompPipe.end(req.seccomp);
+  }
   const stdout = new CappedSink(child.stdout!, req.maxOutputBytes);
   const stderr = new CappedSink(child.stderr!, req.maxOutputBytes);
 
@@ -143,7 +172,8 @@ export function runInBwrap(req: RunRequest): RunningCommand {
   let killRequested = false;
   const killSandbox = (): void => {
     killRequested = true;
-    if (init) void killInit(init);
+    const prepared = req.beforeKill?.().catch(() => undefined) ?? Promise.resolve();
+    void prepared.then(() => (init ? killInit(init) : undefined));
   };
 
   let info = '';
@@ -152,8 +182,10 @@ export function runInBwrap(req: RunRequest): RunningCommand {
     try {
       const parsed = JSON.parse(info) as { 'child-pid'?: number; 'pid-namespace'?: number };
       if (parsed['child-pid'] !== undefined && parsed['pid-namespace'] !== undefined) {
-        init = { pid: parsed['child-pid'], pidNamespace: parsed['pid-namespace'] };
-        if (killRequested) void killInit(init);
+        const found = { pid: parsed['child-pid'], pidNamespace: parsed['pid-namespace'] };
+        init = found;
+        if (killRequested)
+          void (req.beforeKill?.() ?? Promise.resolve()).finally(() => killInit(found));
       }
     } catch {
       // Not all of the JSON has arrived yet.

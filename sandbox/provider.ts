@@ -23,6 +23,20 @@ export interface SandboxSpec {
   labels?: Record<string, string>;
   /** Hard time to live, enforced outside the caller. Default 1 hour. */
   ttlMs?: number;
+  /** Resource limits; each one left out takes the provider's default. */
+  limits?: SandboxLimits;
+}
+
+/** What one sandbox may use, all its commands together. */
+export interface SandboxLimits {
+  /** Memory (RSS, page cache and tmpfs pages) before the OOM killer stops a process. Default 2 GiB. */
+  memoryBytes?: number;
+  /** Processes and threads at once. Default 512. */
+  maxProcesses?: number;
+  /** CPU time per wall-clock second, in cores (0.5 = half a core). Default 1. */
+  cpus?: number;
+  /** Bytes the sandbox can write: its workspace changes and /tmp together. Default 1 GiB. */
+  diskBytes?: number;
 }
 
 export interface SandboxInfo {
@@ -33,6 +47,12 @@ export interface SandboxInfo {
 }
 
 export type SandboxState = 'running' | 'paused' | 'gone';
+
+/** What a sandbox uses now; a figure the provider cannot tell is left out. */
+export interface SandboxUsage {
+  memoryBytes?: number;
+  diskBytes?: number;
+}
 
 export interface ExecOptions {
   /** Working directory inside the sandbox. Default `/workspace`. */
@@ -71,6 +91,14 @@ export interface SandboxProvider {
   /** Idempotent: destroying what is already gone succeeds. */
   destroy(id: string): Promise<void>;
   list(labels?: Record<string, string>): Promise<SandboxInfo[]>;
+  /** Unpacks a tar archive into `dir` (default `/workspace`); `tar.ts` has an exec fallback. */
+  upload?(id: string, tar: Buffer, dir?: string): Promise<void>;
+  /** A tar archive of `dir` (default `/workspace`). */
+  download?(id: string, dir?: string): Promise<Buffer>;
+  /** Freezes every process of the sandbox; exec refuses with SandboxPausedError until resume. */
+  pause?(id: string): Promise<void>;
+  resume?(id: string): Promise<void>;
+  usage?(id: string): Promise<SandboxUsage>;
   /**
    * Optional janitor hook for providers that can leave debris list() cannot show (half-made
    * sandboxes): removes what expired by `now` and returns the ids removed.
@@ -119,5 +147,13 @@ export class InvalidSandboxSpecError extends SandboxError {
   override name = 'InvalidSandboxSpecError';
   constructor(message: string) {
     super(message, false);
+  }
+}
+
+/** The sandbox is paused; resume it first. */
+export class SandboxPausedError extends SandboxError {
+  override name = 'SandboxPausedError';
+  constructor(id: string) {
+    super(`sandbox ${id} is paused`, true);
   }
 }

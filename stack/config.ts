@@ -76,6 +76,17 @@ export const ConfigSchema = z
         createFailureRate: z.number().min(0).max(1).default(0),
         faultSeed: z.number().int().default(0),
         ttlMs: z.number().int().positive().default(2 * 60 * 60 * 1000),
+        /** How often the janitor schedule sweeps every host's sandboxes. */
+        janitorIntervalMs: z.number().int().positive().default(60_000),
+        /** Per-sandbox limits; each left out takes the provider default (sandbox/provider.ts). */
+        limits: z
+          .object({
+            memoryBytes: z.number().int().positive().optional(),
+            maxProcesses: z.number().int().positive().optional(),
+            cpus: z.number().positive().optional(),
+            diskBytes: z.number().int().positive().optional(),
+          })
+          .prefault({}),
       })
       .prefault({}),
     agent: z

@@ -185,17 +185,19 @@ export async function startWorker(
   schedulerDb.pragma('busy_timeout = 10000');
   ctx.stops.push(async () => void schedulerDb.close());
   const hostQueue = hostQueueOf(config.temporal.taskQueue, config.worker.hostId);
+  const sandbox = createSandboxProvider({
+    provider: config.sandbox.provider,
+    rootDir: paths.sandboxes,
+    hiddenPaths: [PROJECT_ROOT, config.dataDir, ...(config.batch.tasks === BUILTIN_TASKS ? [] : [path.resolve(config.batch.tasks)])],
+    createFailureRate: config.sandbox.createFailureRate,
+    seed: config.sandbox.faultSeed,
+    defaultTtlMs: config.sandbox.ttlMs,
+    defaultLimits: config.sandbox.limits,
+  });
   const activities = createActivities({
     store: ctx.store,
     admission: new AdmissionControl(schedulerDb, ctx.engines, config.admission, ctx.isAvailable),
-    sandbox: createSandboxProvider({
-      provider: config.sandbox.provider,
-      rootDir: paths.sandboxes,
-      hiddenPaths: [PROJECT_ROOT, config.dataDir, ...(config.batch.tasks === BUILTIN_TASKS ? [] : [path.resolve(config.batch.tasks)])],
-      createFailureRate: config.sandbox.createFailureRate,
-      seed: config.sandbox.faultSeed,
-      defaultTtlMs: config.sandbox.ttlMs,
-    }),
+    sandbox,
     tasks: ctx.tasks,
     gateway: { url: ctx.gatewayUrl, adminToken: adminToken(config.dataDir) },
     hostQueue,
@@ -217,6 +219,7 @@ export async function startWorker(
     workflowBundle: ctx.workflowBundle,
     maxConcurrentActivities: config.worker.maxConcurrentActivities,
     maxConcurrentWorkflowTasks: config.worker.maxConcurrentWorkflowTasks,
+    janitor: { provider: sandbox, intervalMs: config.sandbox.janitorIntervalMs },
   });
   const running = worker.run().catch((error: unknown) => {
     console.error(`worker stopped: ${(error as Error).message}`);

@@ -9,6 +9,7 @@ import {
 } from '@temporalio/worker';
 import { fileURLToPath } from 'node:url';
 import type { Activities } from '../activities/index.js';
+import { startJanitor, type JanitorOptions } from './janitor.js';
 
 /** Task queue of one host's sandboxes. */
 export function hostQueueOf(taskQueue: string, hostId: string): string {
@@ -27,6 +28,8 @@ export interface RolloutWorkerOptions {
   workflowBundle?: WorkflowBundleWithSourceMap;
   maxConcurrentActivities: number;
   maxConcurrentWorkflowTasks: number;
+  /** Sweeps this host's sandboxes now and joins the janitor schedule (`workers/janitor.ts`). Default: off. */
+  janitor?: JanitorOptions;
 }
 
 let runtimeInstalled = false;
@@ -64,6 +67,14 @@ export class RolloutWorker {
   private constructor(private readonly workers: Worker[]) {}
 
   static async create(options: RolloutWorkerOptions): Promise<RolloutWorker> {
+    if (options.janitor) {
+      await startJanitor(
+        options.connection,
+        options.namespace,
+        { taskQueue: options.taskQueue, hostQueue: options.hostQueue },
+        options.janitor,
+      );
+    }
     const workflowBundle = options.workflowBundle ?? (await bundleWorkflows());
     const shared = await Worker.create({
       connection: options.connection,

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BubblewrapProvider } from '../../sandbox/bubblewrap.js';
+import { BubblewrapProvider, defaultMountRoot } from '../../sandbox/bubblewrap.js';
 import {
   InvalidSandboxSpecError,
   ProviderUnavailableError,
@@ -11,7 +11,15 @@ import {
   SandboxQuotaError,
 } from '../../sandbox/provider.js';
 import { SandboxFileError } from '../../sandbox/files.js';
-import { git, hostProcessesMatching, readTree, removeDirs, tempDir, writeTree } from './helpers.js';
+import {
+  git,
+  hostProcessesMatching,
+  readTree,
+  removeAllSandboxes,
+  removeDirs,
+  tempDir,
+  writeTree,
+} from './helpers.js';
 
 const dirs: string[] = [];
 let rootDir: string;
@@ -44,8 +52,11 @@ beforeAll(async () => {
   provider = new BubblewrapProvider({ rootDir, hiddenPaths: [hiddenDir, hiddenFile] });
 });
 
+/** Providers with their own root, swept at the end. */
+const others: BubblewrapProvider[] = [];
+
 afterAll(async () => {
-  for (const info of await provider.list()) await provider.destroy(info.id);
+  for (const p of [provider, ...others]) await removeAllSandboxes(p);
   await removeDirs(dirs);
 });
 
@@ -198,12 +209,13 @@ except OSError as e:
     const r = await provider.exec(b.id, {
       shell: [
         `ls -A ${hiddenDir} | wc -l`,
-        `wc -c < ${hiddenFile}`,
+        `t=$(cat ${hiddenFile} 2>/dev/null); echo "token=[$t]"`,
         `ls -A ${rootDir} | wc -l`,
-        `cat ${join(rootDir, a.id, 'workspace', 'only-a.txt')} 2>/dev/null || echo unreachable`,
+        `ls -A ${defaultMountRoot(rootDir)} | wc -l`,
+        `cat ${join(defaultMountRoot(rootDir), a.id, 'workspace', 'only-a.txt')} 2>/dev/null || echo unreachable`,
       ].join('\n'),
     });
-    expect(r.stdout).toBe('0\n0\n0\nunreachable\n');
+    expect(r.stdout).toBe('0\ntoken=[]\n0\n0\nunreachable\n');
     // The host still has them.
     expect(await readFile(join(hiddenDir, 'gold.patch'), 'utf8')).toBe('the answer');
     await provider.destroy(a.id);
@@ -214,6 +226,8 @@ except OSError as e:
     const sidecar = await tempDir('sidecar');
     dirs.push(sidecar);
     await writeTree(sidecar, { 'tool.sh': 'echo tool' });
+    // Sidecars are installed readable by everyone; the sandbox runs as an unprivileged user.
+    await chmod(sidecar, 0o755);
     const info = await provider.create({
       idempotencyKey: key(),
       workspaceDir: workspace,
@@ -294,9 +308,11 @@ except OSError as e:
   it('refuses file paths and symlinks that lead out of /workspace', async () => {
     const hostTarget = join(await tempDir('target'), 'victim.txt');
     dirs.push(join(hostTarget, '..'));
+    // Reachable from inside (read-only), so it is the path check that refuses, not permissions.
+    await chmod(join(hostTarget, '..'), 0o755);
     await writeFile(hostTarget, 'original');
     const info = await provider.create({ idempotencyKey: key(), workspaceDir: workspace });
-    const ws = join(rootDir, info.id, 'workspace');
+    const ws = join(defaultMountRoot(rootDir), info.id, 'workspace');
     await symlink('/etc', join(ws, 'etc-link'));
     await symlink(hostTarget, join(ws, 'victim-link'));
     await symlink(join(hiddenDir, 'gold.patch'), join(ws, 'gold-link'));
@@ -435,6 +451,7 @@ describe('BubblewrapProvider housekeeping', () => {
     const root = await tempDir('quota');
     dirs.push(root);
     const small = new BubblewrapProvider({ rootDir: root, maxSandboxes: 2 });
+    others.push(small);
     const aKey = key();
     const a = await small.create({ idempotencyKey: aKey, workspaceDir: workspace });
     await small.create({ idempotencyKey: key(), workspaceDir: workspace });
@@ -452,6 +469,7 @@ describe('BubblewrapProvider housekeeping', () => {
     const root = await tempDir('sweep');
     dirs.push(root);
     const p = new BubblewrapProvider({ rootDir: root });
+    others.push(p);
     const expiring = await p.create({
       idempotencyKey: key(),
       workspaceDir: workspace,
@@ -482,6 +500,7 @@ describe('BubblewrapProvider housekeeping', () => {
     const root = await tempDir('redo');
     dirs.push(root);
     const p = new BubblewrapProvider({ rootDir: root });
+    others.push(p);
     const k = key();
     const first = await p.create({ idempotencyKey: k, workspaceDir: workspace });
     await p.exec(first.id, { shell: 'echo stale > stale.txt' });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { FreezerUnavailableError } from '../../sandbox/cgroups.js';
 import { FaultInjectingProvider } from '../../sandbox/fault-injection.js';
 import { createSandboxProvider, BubblewrapProvider } from '../../sandbox/index.js';
 import {
@@ -73,6 +74,9 @@ describe('FaultInjectingProvider', () => {
     expect((await p.readFile('x', 'f')).toString()).toBe('file');
     expect(await p.status('x')).toBe('running');
     expect(await p.sweepExpired()).toEqual([]);
+    // Optional operations the inner provider lacks: the exec fallback, or a clear refusal.
+    expect(await p.usage('x')).toEqual({});
+    await expect(p.pause('x')).rejects.toBeInstanceOf(FreezerUnavailableError);
   });
 
   it('rejects rates outside 0..1', () => {

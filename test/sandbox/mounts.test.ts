@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { checkSandboxPath, mountArgs, type HostFs } from '../../sandbox/mounts.js';
+import { checkSandboxPath, mountArgs, reachableBy, type HostFs } from '../../sandbox/mounts.js';
 import { InvalidSandboxSpecError } from '../../sandbox/provider.js';
 
-type Node = { dir: Record<string, Node> } | { link: string } | { file: true };
+type Node = { dir: Record<string, Node>; private?: true } | { link: string } | { file: true };
 
 /** A fake host tree: directories are objects, symlinks `{ link }`, files `{ file: true }`. */
 function fakeFs(tree: Record<string, Node>): HostFs {
@@ -23,7 +23,9 @@ function fakeFs(tree: Record<string, Node>): HostFs {
       return {
         isDirectory: () => 'dir' in node,
         isSymbolicLink: () => 'link' in node,
-        mode: 'dir' in node ? 0o40755 : 0o100644,
+        mode: 'private' in node ? 0o40700 : 'dir' in node ? 0o40755 : 0o100644,
+        uid: 0,
+        gid: 0,
       };
     },
     readdir: (path) => Object.keys((find(path) as { dir: Record<string, Node> }).dir).sort(),
@@ -84,8 +86,16 @@ describe('mountArgs', () => {
       '--bind',
       '/data/sandboxes/sb-1/tmp',
       '/tmp',
-      // Nested and missing masks are dropped; /tmp is the sandbox's own anyway.
+      '--size',
+      String(64 * 1024 * 1024),
       '--tmpfs',
+      '/dev/shm',
+      // Nested and missing masks are dropped; /tmp is the sandbox's own anyway.
+      '--size',
+      '4096',
+      '--tmpfs',
+      '/data',
+      '--remount-ro',
       '/data',
       '--ro-bind',
       '/data/sandboxes/.empty',
@@ -101,6 +111,26 @@ describe('mountArgs', () => {
       '/data/runners',
       '/opt/agent-rollout/reward',
     ]);
+  });
+
+  it('masks only what the sandbox user could reach', () => {
+    const fs = fakeFs({
+      open: { dir: { hidden: { dir: {} } } },
+      closed: { private: true, dir: { hidden: { dir: {} } } },
+    });
+    const args = mountArgs(
+      {
+        ...plan,
+        readOnlyMounts: [],
+        maskedPaths: ['/open/hidden', '/closed/hidden'],
+        sandboxUser: { uid: 65534, gid: 65534 },
+      },
+      fs,
+    );
+    expect(args).toContain('/open/hidden');
+    // Nobody can look up /closed/hidden: root owns /closed with mode 0700.
+    expect(args).not.toContain('/closed/hidden');
+    expect(reachableBy('/closed/hidden', { uid: 0, gid: 0 }, fs)).toBe(true);
   });
 
   it('refuses mount points that cross a symlink', () => {

@@ -1,0 +1,601 @@
+/**
+ * The sandbox half of the attack suite: each row is an attack program run the way the agent runs
+ * its commands (a shell inside its sandbox), and the defence that must stop it. A row passes only
+ * when the attack failed AND the evidence names the expected defence (an errno, a cgroup counter,
+ * an empty masked directory), so a row cannot pass because something else happened to break.
+ */
+import { existsSync } from 'node:fs';
+import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startGatewayBridge } from '../../sandbox/bridge.js';
+import { BubblewrapProvider, defaultMountRoot } from '../../sandbox/bubblewrap.js';
+import { rootKeyOf } from '../../sandbox/cgroups.js';
+import {
+  SandboxGoneError,
+  type ExecResult,
+  type SandboxInfo,
+  type SandboxLimits,
+} from '../../sandbox/provider.js';
+import {
+  hostProcessesMatching,
+  removeAllSandboxes,
+  removeDirs,
+  tempDir,
+  writeTree,
+} from '../sandbox/helpers.js';
+import { printAttackTable, type AttackOutcome } from './table.js';
+
+const MiB = 1024 * 1024;
+/** Unique per run, so process checks never match another run's sleeps. */
+const tag = `${process.pid % 1000}${Date.now() % 1000}`;
+const sleepMarker = (n: number): string => `${1000 + n}.${tag}`;
+
+const dirs: string[] = [];
+const providers: [BubblewrapProvider, string][] = [];
+const outcomes: AttackOutcome[] = [];
+let workspace: string;
+let gatewayDataDir: string;
+let main: BubblewrapProvider;
+let mainRoot: string;
+let counter = 0;
+
+async function newProvider(
+  options: Partial<ConstructorParameters<typeof BubblewrapProvider>[0]> = {},
+): Promise<[BubblewrapProvider, string]> {
+  const rootDir = await tempDir('attack-root');
+  dirs.push(rootDir);
+  const p = new BubblewrapProvider({ rootDir, hiddenPaths: [gatewayDataDir], ...options });
+  providers.push([p, rootDir]);
+  return [p, rootDir];
+}
+
+async function sandbox(
+  limits: SandboxLimits = {},
+  provider: BubblewrapProvider = main,
+): Promise<SandboxInfo> {
+  return provider.create({
+    idempotencyKey: `attack-${tag}-${counter++}`,
+    workspaceDir: workspace,
+    limits,
+  });
+}
+
+const sh = (
+  id: string,
+  script: string,
+  timeoutMs = 30_000,
+  provider: BubblewrapProvider = main,
+): Promise<ExecResult> => provider.exec(id, { shell: script }, { timeoutMs });
+
+const py = (id: string, code: string, provider: BubblewrapProvider = main): Promise<ExecResult> =>
+  provider.exec(id, ['python3', '-c', code], { timeoutMs: 60_000 });
+
+/** A counter from a cgroup file of the sandbox (`oom_kill` in memory.events, `max` in pids.events). */
+async function cgroupCounter(
+  provider: BubblewrapProvider,
+  rootDir: string,
+  id: string,
+  controller: 'memory' | 'pids',
+  key: string,
+): Promise<number> {
+  const rel = join('agent-rollout', rootKeyOf(rootDir), id);
+  const v1 = (await provider.resourceControl()) === 'cgroup-v1';
+  const file = v1
+    ? join(
+        '/sys/fs/cgroup',
+        controller,
+        rel,
+        controller === 'memory' ? 'memory.oom_control' : 'pids.events',
+      )
+    : join('/sys/fs/cgroup', rel, `${controller}.events`);
+  const line = (await readFile(file, 'utf8')).split('\n').find((l) => l.startsWith(`${key} `));
+  return Number(line?.split(' ')[1] ?? 0);
+}
+
+/** errno of `syscall(nr, ...args)` via ctypes, or 0 when it succeeded. */
+const SYSCALL_PROBE = `import ctypes, json, sys
+libc = ctypes.CDLL(None, use_errno=True)
+probes = {
+  "ptrace(TRACEME)": (101, 0, 0, 0, 0),
+  "mount(NULL)": (165, 0, 0, 0, 0),
+  "unshare(NEWUSER)": (272, 0x10000000, 0, 0, 0),
+  "unshare(NEWNET)": (272, 0x40000000, 0, 0, 0),
+  "setns(0)": (308, 0, 0, 0, 0),
+  "keyctl(GET_KEYRING_ID)": (250, 0, -3 & 0xffffffff, 0, 0),
+  "perf_event_open(NULL)": (298, 0, 0, -1 & 0xffffffff, -1 & 0xffffffff),
+  "kexec_load": (246, 0, 0, 0, 0),
+  "init_module(NULL)": (175, 0, 0, 0, 0),
+  "bpf": (321, 0, 0, 0, 0),
+  "userfaultfd": (323, 0, 0, 0, 0),
+}
+out = {}
+for name, (nr, *args) in probes.items():
+    r = libc.syscall(nr, *[ctypes.c_long(a) for a in args])
+    out[name] = 0 if r >= 0 else ctypes.get_errno()
+print(json.dumps(out))`;
+
+/** Host pids of the `sleep <marker>` processes themselves (not the bwrap around them). */
+async function sleepPids(marker: string): Promise<string[]> {
+  return (await hostProcessesMatching(`sleep ${marker}`))
+    .filter((p) => p.split(': ')[1] === `sleep ${marker}`)
+    .map((p) => p.split(':')[0]!);
+}
+
+async function waitForSleep(marker: string): Promise<string> {
+  for (;;) {
+    const [pid] = await sleepPids(marker);
+    if (pid) return pid;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const EPERM = 1;
+const ENOSPC = 28;
+
+interface Attack {
+  attack: string;
+  /** The defence that must be named by the evidence. */
+  defence: string;
+  run(): Promise<{ blocked: boolean; defence: string }>;
+}
+
+const attacks: Attack[] = [
+  {
+    attack: 'read /etc/shadow',
+    defence: 'unprivileged-user',
+    async run() {
+      const s = await sandbox();
+      const r = await sh(s.id, 'cat /etc/shadow');
+      return {
+        blocked: r.exitCode !== 0 && !r.stdout.includes('root:'),
+        defence: r.stderr.includes('Permission denied') ? 'unprivileged-user' : 'unknown',
+      };
+    },
+  },
+  {
+    attack: "read the gateway's data dir (session keys)",
+    defence: 'masked-path',
+    async run() {
+      const s = await sandbox();
+      const r = await sh(s.id, `ls -A ${gatewayDataDir} | wc -l; cat ${gatewayDataDir}/keys.json`);
+      return {
+        blocked: !r.stdout.includes('gw-secret'),
+        defence:
+          r.stdout.startsWith('0\n') && r.stderr.includes('No such file')
+            ? 'masked-path'
+            : 'unknown',
+      };
+    },
+  },
+  {
+    attack: "read another sandbox's workspace",
+    defence: 'masked-path',
+    async run() {
+      const victim = await sandbox();
+      await sh(victim.id, 'echo victim-secret > secret.txt');
+      const s = await sandbox();
+      const mounts = defaultMountRoot(mainRoot);
+      const paths = ['workspace/secret.txt', 'rw/upper/secret.txt'].map((p) =>
+        join(mounts, victim.id, p),
+      );
+      const r = await sh(s.id, `ls -A ${mainRoot} ${mounts} | grep -c sb-; cat ${paths.join(' ')}`);
+      return {
+        blocked: !r.stdout.includes('victim-secret'),
+        defence:
+          r.stdout.startsWith('0\n') && r.stderr.includes('No such file')
+            ? 'masked-path'
+            : 'unknown',
+      };
+    },
+  },
+  {
+    attack: 'write host files (/etc, /usr, the task source, the masked data dir)',
+    defence: 'read-only-root',
+    async run() {
+      const s = await sandbox();
+      const targets = [
+        '/etc/pwned',
+        '/usr/local/bin/pwned',
+        join(workspace, 'pwned'),
+        join(gatewayDataDir, 'pwned'),
+      ];
+      const r = await sh(s.id, targets.map((t) => `echo x > ${t}`).join('; '));
+      const readOnly = r.stderr
+        .split('\n')
+        .filter((l) => l.includes('Read-only file system')).length;
+      return {
+        blocked: targets.every((t) => !existsSync(t)),
+        defence: readOnly === targets.length ? 'read-only-root' : 'unknown',
+      };
+    },
+  },
+  {
+    attack: 'lift its own limits through /sys/fs/cgroup',
+    defence: 'read-only-root',
+    async run() {
+      const s = await sandbox({ maxProcesses: 100 });
+      const r = await sh(
+        s.id,
+        'for f in /sys/fs/cgroup/*/agent-rollout/*/*/pids.max /sys/fs/cgroup/agent-rollout/*/*/pids.max; do [ -e "$f" ] && echo max > "$f"; done; true',
+      );
+      const v1 = (await main.resourceControl()) === 'cgroup-v1';
+      const rel = join('agent-rollout', rootKeyOf(mainRoot), s.id, 'pids.max');
+      const limit = (await readFile(join('/sys/fs/cgroup', v1 ? 'pids' : '', rel), 'utf8')).trim();
+      return {
+        blocked: limit === '100',
+        defence: r.stderr.includes('Read-only file system') ? 'read-only-root' : 'unknown',
+      };
+    },
+  },
+  {
+    attack: 'TCP to an address outside',
+    defence: 'no-network',
+    async run() {
+      const s = await sandbox();
+      const r = await py(
+        s.id,
+        `import socket
+for host in ("1.1.1.1", "8.8.8.8"):
+    try:
+        socket.create_connection((host, 53), timeout=3); print("connected")
+    except OSError as e:
+        print("errno", e.errno)`,
+      );
+      return {
+        blocked: !r.stdout.includes('connected'),
+        defence: r.stdout === 'errno 101\nerrno 101\n' ? 'no-network' : 'unknown', // ENETUNREACH
+      };
+    },
+  },
+  {
+    attack: 'DNS lookup',
+    defence: 'no-network',
+    async run() {
+      const s = await sandbox();
+      const r = await py(
+        s.id,
+        `import socket
+try:
+    print("resolved", socket.getaddrinfo("example.com", 80))
+except OSError as e:
+    print("failed", type(e).__name__)
+print(open("/proc/net/dev").read().count(":") )`,
+      );
+      return {
+        blocked: !r.stdout.includes('resolved'),
+        // Only one interface (lo) exists to send a query through.
+        defence: r.stdout === 'failed gaierror\n1\n' ? 'no-network' : 'unknown',
+      };
+    },
+  },
+  {
+    attack: "TCP to a port on the host's loopback",
+    defence: 'no-network',
+    async run() {
+      let connected = false;
+      const server: Server = createServer((_req, res) => {
+        connected = true;
+        res.end('host');
+      });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      const port = (server.address() as { port: number }).port;
+      try {
+        const s = await sandbox();
+        const r = await py(
+          s.id,
+          `import socket
+try:
+    socket.create_connection(("127.0.0.1", ${port}), timeout=3); print("connected")
+except OSError as e:
+    print(type(e).__name__)`,
+        );
+        return {
+          blocked: !connected && !r.stdout.includes('connected'),
+          defence: r.stdout === 'ConnectionRefusedError\n' ? 'no-network' : 'unknown',
+        };
+      } finally {
+        server.close();
+      }
+    },
+  },
+  {
+    attack: "signal or inspect another sandbox's processes",
+    defence: 'pid-namespace',
+    async run() {
+      const victim = await sandbox();
+      const marker = sleepMarker(1);
+      const victimRun = main
+        .exec(victim.id, ['sleep', marker], { timeoutMs: 60_000 })
+        .catch((e: unknown) => e);
+      const hostPid = await waitForSleep(marker);
+      const s = await sandbox();
+      const r = await sh(
+        s.id,
+        `ls /proc | grep -c '^[0-9]'; grep -l ${marker} /proc/[0-9]*/cmdline; kill -9 ${hostPid}`,
+      );
+      const stillThere = (await sleepPids(marker)).includes(hostPid);
+      await main.destroy(victim.id);
+      expect(await victimRun).toBeInstanceOf(SandboxGoneError);
+      const visible = Number(r.stdout.split('\n')[0]);
+      return {
+        blocked: stillThere,
+        // The attacker's /proc holds only its own few processes, and the victim's pid is no one there.
+        defence: visible <= 4 && r.stderr.includes('No such process') ? 'pid-namespace' : 'unknown',
+      };
+    },
+  },
+  {
+    attack: "read another session's gateway key (env, /proc)",
+    defence: 'pid-namespace',
+    async run() {
+      const victim = await sandbox();
+      const key = `sk-victim-${tag}`;
+      const marker = sleepMarker(2);
+      const victimRun = main
+        .exec(victim.id, ['sleep', marker], { timeoutMs: 60_000, env: { OPENAI_API_KEY: key } })
+        .catch((e: unknown) => e);
+      await waitForSleep(marker);
+      const s = await sandbox();
+      const r = await sh(
+        s.id,
+        `cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c ${key}; env | grep -c ${key}; ls /proc | grep -c '^[0-9]'`,
+      );
+      await main.destroy(victim.id);
+      await victimRun;
+      const [inProc, inEnv, visible] = r.stdout.trim().split('\n').map(Number);
+      return {
+        blocked: inProc === 0 && inEnv === 0,
+        defence: visible! <= 5 ? 'pid-namespace' : 'unknown',
+      };
+    },
+  },
+  {
+    attack: "connect to another sandbox's gateway bridge socket",
+    defence: 'masked-path',
+    async run() {
+      let reached = false;
+      const gateway: Server = createServer((_req, res) => {
+        reached = true;
+        res.end('gateway');
+      });
+      await new Promise<void>((r) => gateway.listen(0, '127.0.0.1', r));
+      const port = (gateway.address() as { port: number }).port;
+      const victim = await sandbox();
+      const bridge = await startGatewayBridge({
+        sandboxTmpHostDir: main.tmpHostDir(victim.id),
+        gatewayUrl: `http://127.0.0.1:${port}`,
+      });
+      try {
+        const s = await sandbox();
+        const r = await py(
+          s.id,
+          `import socket
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect("${bridge.hostSocketPath}"); s.sendall(b"GET / HTTP/1.0\\r\\n\\r\\n"); print(s.recv(100))
+except OSError as e:
+    print(type(e).__name__)`,
+        );
+        return {
+          blocked: !reached,
+          defence: r.stdout === 'FileNotFoundError\n' ? 'masked-path' : 'unknown',
+        };
+      } finally {
+        await bridge.close();
+        gateway.close();
+      }
+    },
+  },
+  {
+    attack: 'fork bomb',
+    defence: 'pids-limit',
+    async run() {
+      const s = await sandbox({ maxProcesses: 64 });
+      const r = await py(
+        s.id,
+        `import os, time
+n = 0
+try:
+    while n < 5000:
+        if os.fork() == 0:
+            time.sleep(60); os._exit(0)
+        n += 1
+    print("forked", n)
+except OSError as e:
+    print("fork failed", e.errno, n)`,
+      );
+      const hits = await cgroupCounter(main, mainRoot, s.id, 'pids', 'max');
+      return {
+        blocked: /^fork failed 11 \d+\n$/.test(r.stdout) && Number(r.stdout.split(' ')[3]) < 64,
+        defence: hits > 0 ? 'pids-limit' : 'unknown',
+      };
+    },
+  },
+  {
+    attack: 'memory bomb',
+    defence: 'memory-limit',
+    async run() {
+      const s = await sandbox({ memoryBytes: 128 * MiB });
+      const r = await py(
+        s.id,
+        `chunks = []
+while len(chunks) < 256:
+    chunks.append(bytearray(16 * 1024 * 1024))
+print("allocated", len(chunks) * 16, "MiB")`,
+      );
+      const kills = await cgroupCounter(main, mainRoot, s.id, 'memory', 'oom_kill');
+      // Only the sandbox's process died: the sandbox itself still works.
+      const after = await sh(s.id, 'echo alive');
+      return {
+        blocked:
+          r.exitCode === 137 && !r.stdout.includes('allocated') && after.stdout === 'alive\n',
+        defence: kills > 0 ? 'memory-limit' : 'unknown',
+      };
+    },
+  },
+  {
+    attack: 'fill the disk (/workspace, /tmp, /dev/shm)',
+    defence: 'disk-cap',
+    async run() {
+      const s = await sandbox({ diskBytes: 32 * MiB });
+      const r = await sh(
+        s.id,
+        ['/workspace/fill', '/tmp/fill', '/dev/shm/fill']
+          .map((f) => `dd if=/dev/zero of=${f} bs=1M count=200 2>&1 | grep -c 'No space left'`)
+          .join('; '),
+      );
+      const usage = await main.usage(s.id);
+      return {
+        blocked: usage.diskBytes !== undefined && usage.diskBytes <= 32 * MiB,
+        defence: r.stdout === '1\n1\n1\n' ? 'disk-cap' : 'unknown',
+      };
+    },
+  },
+  {
+    attack: 'outlive the time limit (setsid, double fork, nohup)',
+    defence: 'wall-clock-kill',
+    async run() {
+      const s = await sandbox();
+      const m = [3, 4, 5, 6].map(sleepMarker);
+      const r = await sh(
+        s.id,
+        `setsid sh -c 'exec sleep ${m[0]}' & (sleep ${m[1]} &); nohup sleep ${m[2]} >/dev/null 2>&1 & sleep ${m[3]}`,
+        1_500,
+      );
+      const left = (await Promise.all(m.map((x) => hostProcessesMatching(`sleep ${x}`)))).flat();
+      return {
+        blocked: left.length === 0,
+        defence: r.timedOut ? 'wall-clock-kill' : 'unknown',
+      };
+    },
+  },
+  {
+    attack: 'leave daemons behind when the command exits',
+    defence: 'pid-namespace',
+    async run() {
+      const s = await sandbox();
+      const m = [7, 8].map(sleepMarker);
+      const r = await sh(s.id, `setsid sleep ${m[0]} & (sleep ${m[1]} &); exit 0`);
+      const left = (await Promise.all(m.map((x) => hostProcessesMatching(`sleep ${x}`)))).flat();
+      return {
+        blocked: left.length === 0,
+        defence: r.exitCode === 0 && !r.timedOut ? 'pid-namespace' : 'unknown',
+      };
+    },
+  },
+  {
+    attack: 'leave processes behind after destroy',
+    defence: 'destroy-kills-cgroup',
+    async run() {
+      const s = await sandbox();
+      const m = [9, 10].map(sleepMarker);
+      const running = sh(s.id, `setsid sleep ${m[0]} & sleep ${m[1]}`, 60_000).catch(
+        (e: unknown) => e,
+      );
+      await waitForSleep(m[1]!);
+      await main.destroy(s.id);
+      const gone = (await running) instanceof SandboxGoneError;
+      const left = (await Promise.all(m.map((x) => hostProcessesMatching(`sleep ${x}`)))).flat();
+      const v1 = (await main.resourceControl()) === 'cgroup-v1';
+      const group = join(
+        '/sys/fs/cgroup',
+        v1 ? 'pids' : '',
+        'agent-rollout',
+        rootKeyOf(mainRoot),
+        s.id,
+      );
+      return {
+        blocked: gone && left.length === 0,
+        defence: !existsSync(group) ? 'destroy-kills-cgroup' : 'unknown',
+      };
+    },
+  },
+  {
+    attack:
+      'kernel attack surface: ptrace, mount, unshare, setns, keyctl, perf, kexec, modules, bpf',
+    defence: 'seccomp',
+    async run() {
+      const s = await sandbox();
+      const r = await py(s.id, SYSCALL_PROBE);
+      const errnos = JSON.parse(r.stdout) as Record<string, number>;
+      // EPERM from calls that would otherwise succeed (ptrace TRACEME, keyctl) or fail otherwise
+      // (EFAULT for NULL pointers, ENOSPC for a user namespace) is the filter's answer.
+      return {
+        blocked: Object.values(errnos).every((e) => e !== 0),
+        defence: Object.values(errnos).every((e) => e === EPERM)
+          ? 'seccomp'
+          : `unknown ${r.stdout}`,
+      };
+    },
+  },
+  {
+    attack: 'nested user namespace with the seccomp filter off',
+    defence: 'disable-userns',
+    async run() {
+      const [p] = await newProvider({ seccomp: false });
+      const s = await sandbox({}, p);
+      const r = await py(s.id, SYSCALL_PROBE, p);
+      const errnos = JSON.parse(r.stdout) as Record<string, number>;
+      const unshareCli = await sh(s.id, 'unshare -Ur id', 30_000, p);
+      return {
+        blocked: errnos['unshare(NEWUSER)'] !== 0 && unshareCli.exitCode !== 0,
+        defence: errnos['unshare(NEWUSER)'] === ENOSPC ? 'disable-userns' : 'unknown',
+      };
+    },
+  },
+  {
+    attack: 'memory bomb under the prlimit fallback',
+    defence: 'rlimit-as',
+    async run() {
+      const [p] = await newProvider({ resourceControl: 'prlimit' });
+      const s = await sandbox({ memoryBytes: 256 * MiB }, p);
+      const r = await py(
+        s.id,
+        `chunks = []
+try:
+    while len(chunks) < 256:
+        chunks.append(bytearray(16 * 1024 * 1024))
+    print("allocated")
+except MemoryError:
+    print("MemoryError", len(chunks))`,
+        p,
+      );
+      return {
+        blocked: !r.stdout.includes('allocated'),
+        defence: r.stdout.startsWith('MemoryError') ? 'rlimit-as' : 'unknown',
+      };
+    },
+  },
+];
+
+beforeAll(async () => {
+  workspace = await tempDir('attack-ws');
+  gatewayDataDir = await tempDir('attack-gateway-data');
+  dirs.push(workspace, gatewayDataDir);
+  await writeTree(workspace, { 'app.py': 'print("hi")\n' });
+  await writeTree(gatewayDataDir, { 'keys.json': '{"key":"gw-secret"}' });
+  // Readable by anyone on the host, so only the mask can be what hides it.
+  await chmod(gatewayDataDir, 0o755);
+  await chmod(join(gatewayDataDir, 'keys.json'), 0o644);
+  await chmod(workspace, 0o755);
+  [main, mainRoot] = await newProvider({ defaultLimits: { memoryBytes: 512 * MiB } });
+  await writeFile(join(workspace, 'README'), 'task\n');
+});
+
+afterAll(async () => {
+  printAttackTable('sandbox escape attacks', outcomes);
+  for (const [p] of providers) await removeAllSandboxes(p);
+  await removeDirs(dirs);
+});
+
+describe('sandbox escape attacks', () => {
+  for (const a of attacks) {
+    it(`${a.attack} → ${a.defence}`, async () => {
+      const result = await a.run();
+      outcomes.push({ attack: a.attack, ...result });
+      expect(result).toEqual({ blocked: true, defence: a.defence });
+    });
+  }
+});
