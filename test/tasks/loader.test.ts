@@ -92,7 +92,7 @@ describe('loadTaskFile', () => {
   });
 
   it('reports a schema violation with zod’s message', async () => {
-    const bad = sweTask('e-1', { FAIL_TO_PASS: [], test_framework: 'pytest' });
+    const bad = sweTask('e-1', { FAIL_TO_PASS: [], test_framework: 'rspec' });
     const file = await write(
       'schema.jsonl',
       `${JSON.stringify(sweTask('e-0'))}\n${JSON.stringify(bad)}\n`,
