@@ -259,12 +259,20 @@ export async function evaluateReward(deps: RewardDeps, input: RewardInput): Prom
     } catch (err) {
       return finish('no_report', {}, `${(err as Error).message}\n${run.stderr}`);
     }
+    // A canary that passed or was skipped was tampered with. A missing one may be an honest
+    // import error in its file, which fails that file's tests too; only a report that would
+    // otherwise resolve the task while missing a canary is forged.
     const untouched = canariesNotFailed(canaries, reported);
-    if (untouched.length > 0) {
-      const states = untouched.map((c) => `${c}: ${reported[c] ?? 'missing'}`).join(', ');
+    const states = untouched.map((c) => `${c}: ${reported[c] ?? 'missing'}`).join(', ');
+    const result = finish('unresolved', reported, run.stderr);
+    if (
+      untouched.some((c) => reported[c] !== undefined) ||
+      (untouched.length > 0 && result.resolved)
+    )
       return finish('tampered', reported, `canary tests did not fail (${states})\n${run.stderr}`);
-    }
-    return finish('unresolved', reported, run.stderr);
+    return untouched.length > 0
+      ? finish('unresolved', reported, `canary tests missing (${states})\n${run.stderr}`)
+      : result;
   } finally {
     await provider.destroy(sandbox.id);
   }

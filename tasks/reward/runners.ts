@@ -31,10 +31,11 @@ export const REPORT_PATHS: Record<TestFramework, string> = {
 /**
  * The default test commands. Python runs with `-P` so that nothing in /workspace can shadow the
  * runner's own modules (a `pytest.py` or `unittest/` planted at the top level) before it starts.
+ * pytest goes on past a module that fails to import, so the other modules' tests are reported.
  */
 export const DEFAULT_TEST_COMMANDS: Record<TestFramework, string> = {
   pytest:
-    'python3 -P -m pytest -p no:cacheprovider -o junit_family=xunit1 --junitxml="$REWARD_REPORT" -q',
+    'python3 -P -m pytest -p no:cacheprovider -o junit_family=xunit1 --continue-on-collection-errors --junitxml="$REWARD_REPORT" -q',
   unittest: `python3 -P ${RUNNER_MOUNT}/unittest_json.py "$REWARD_REPORT"`,
   vitest: `node ${NODE_MODULES_MOUNT}/vitest/vitest.mjs run --reporter=json --outputFile="$REWARD_REPORT"`,
   'node-test': 'node --test --test-reporter=junit --test-reporter-destination="$REWARD_REPORT"',
