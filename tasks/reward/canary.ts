@@ -79,30 +79,56 @@ export function canaryTargets(
   return [{ path: posix.join(dir, file[framework]), created: true }];
 }
 
+/**
+ * A `unittest.TestCase` with a canary per assertion style; for pytest also a plain function and a
+ * plain class, since pytest runs those through other code paths than TestCase methods (patching
+ * one path must not leave the canaries on another untouched).
+ */
 function pythonCanary(framework: TestFramework, path: string, random: Random): Canary {
   const alias = `_unittest_${letters(random, 8)}`;
-  const cls = `Test${letters(random, 1).toUpperCase()}${letters(random, 9)}`;
+  const className = (): string => `Test${letters(random, 1).toUpperCase()}${letters(random, 9)}`;
+  const testName = (): string => `test_${letters(random, 10)}`;
   const [x, y] = values(random);
-  const bodies = [
+  const caseClass = className();
+  const caseMethods = [
     `self.assertEqual(${x}, ${y})`,
     `self.assertTrue(${x} == ${y})`,
     `assert ${x} == ${y}`,
-  ];
-  const methods = bodies.map((body) => ({ name: `test_${letters(random, 10)}`, body }));
-  const text = [
+  ].map((body) => ({ name: testName(), body }));
+  const lines = [
     '',
     '',
     `import unittest as ${alias}`,
     '',
     '',
-    `class ${cls}(${alias}.TestCase):`,
-    ...methods.flatMap((m) => [`    def ${m.name}(self):`, `        ${m.body}`, '']),
-  ].join('\n');
+    `class ${caseClass}(${alias}.TestCase):`,
+    ...caseMethods.flatMap((m) => [`    def ${m.name}(self):`, `        ${m.body}`, '']),
+  ];
   const module = path.replace(/\.py$/, '').replaceAll('/', '.');
-  const ids = methods.map((m) =>
-    framework === 'pytest' ? `${path}::${cls}::${m.name}` : `${module}.${cls}.${m.name}`,
+  if (framework === 'unittest') {
+    const ids = caseMethods.map((m) => `${module}.${caseClass}.${m.name}`);
+    return { path, text: lines.join('\n'), ids };
+  }
+  const fn = testName();
+  const plainClass = className();
+  const method = testName();
+  lines.push(
+    '',
+    `def ${fn}():`,
+    `    assert ${x} == ${y}`,
+    '',
+    '',
+    `class ${plainClass}:`,
+    `    def ${method}(self):`,
+    `        assert [${x}] == [${y}]`,
+    '',
   );
-  return { path, text, ids };
+  const ids = [
+    ...caseMethods.map((m) => `${path}::${caseClass}::${m.name}`),
+    `${path}::${fn}`,
+    `${path}::${plainClass}::${method}`,
+  ];
+  return { path, text: lines.join('\n'), ids };
 }
 
 function jsCanary(framework: TestFramework, path: string, content: string, random: Random): Canary {
