@@ -227,6 +227,59 @@ describe('evaluateReward edge cases', () => {
     expect(r).toMatchObject({ reward: 1, reason: 'resolved' });
   });
 
+  it('runs canaries in a CommonJS test file and catches an assert shim there', async () => {
+    const hidden = `const { test } = require('node:test');
+const assert = require('node:assert');
+test('adds', async () => {
+  const { add } = await import('../src/math.js');
+  assert.strictEqual(add(2, 3), 5);
+});
+`;
+    const { task, dir } = await nodeTask({
+      test_patch: newFileDiff('test/hidden.test.cjs', hidden),
+      FAIL_TO_PASS: ['adds'],
+      PASS_TO_PASS: ['math > multiplies'],
+    });
+    dirs.push(dir);
+    const fixed = await evaluateReward(
+      { provider },
+      { task, agentDiff: await agentDiff(provider, dir, JS_FIX), idempotencyKey: key() },
+    );
+    expect(fixed).toMatchObject({ reward: 1, reason: 'resolved' });
+    const shim = `import assert from 'node:assert';
+assert.strictEqual = () => {};
+export function add(a, b) {
+  return a - b;
+}
+export function mul(a, b) {
+  return a * b;
+}
+`;
+    const hacked = await evaluateReward(
+      { provider },
+      {
+        task,
+        agentDiff: await agentDiff(provider, dir, { 'src/math.js': shim }),
+        idempotencyKey: key(),
+      },
+    );
+    expect(hacked).toMatchObject({ reward: 0, reason: 'tampered', tests: { adds: 'passed' } });
+  });
+
+  it('calls a hidden test file that fails to import unresolved, not tampered', async () => {
+    const { task, dir } = await pythonTask();
+    dirs.push(dir);
+    // An honest but wrong change: add() is renamed, so the hidden module cannot import it.
+    const diff = await agentDiff(provider, dir, {
+      'calc/__init__.py':
+        'def plus(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n',
+    });
+    const r = await evaluateReward({ provider }, { task, agentDiff: diff, idempotencyKey: key() });
+    expect(r).toMatchObject({ reward: 0, reason: 'unresolved' });
+    for (const t of task.FAIL_TO_PASS) expect(r.tests[t]).toBe('missing');
+    expect(r.detail).toContain('canary tests missing');
+  });
+
   it('drops the agent changes to any path the test patch touches, test-like or not', async () => {
     const { task, dir } = await pythonTask();
     dirs.push(dir);
