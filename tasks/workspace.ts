@@ -2,9 +2,11 @@
  * The host directory a task's sandbox is copied from. A `dir` workspace is used as it is; a git
  * bundle is cloned and its `base_commit` checked out; a tarball is unpacked. Bundles and tarballs
  * land in a cache keyed by their source, size, mtime and base commit, so each is unpacked once per
- * worker. Every `.git` below the top level is removed from what lands there (a nested repository's
- * history could hold the fix), and the top-level `.git` is dropped too: the sandbox provider makes
- * a fresh single-commit repository of the files (SandboxSpec.initGitRepo).
+ * worker. A `dir` holding a nested repository is copied there too. Every `.git` below the top
+ * level is removed from what lands there (a nested repository's history could hold the fix), and
+ * the top-level `.git` is dropped too: the sandbox provider makes a fresh single-commit repository
+ * of the files (SandboxSpec.initGitRepo). Cached copies are keyed by the source's top-level mtime:
+ * edit a `dir` below its top level and the cache must be cleared by hand.
  */
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -51,7 +53,7 @@ export async function workspaceDirOf(
   if (workspace.kind === 'dir') {
     if (!info.isDirectory()) throw new WorkspaceError(`workspace ${source} is not a directory`);
     // A nested repository's .git would reach the sandbox with its history: copy without it.
-    if (!(await hasNestedGit(source))) return source;
+    if (!(await hasNestedGit(source, info.mtimeMs))) return source;
   } else if (!info.isFile()) {
     throw new WorkspaceError(`workspace ${workspace.kind} ${source} is not a file`);
   }
@@ -134,7 +136,18 @@ async function unpack(
   }
 }
 
-async function hasNestedGit(dir: string): Promise<boolean> {
+/** Directory → whether it holds a nested `.git`, per mtime: one walk per directory and process. */
+const nestedGit = new Map<string, { mtimeMs: number; found: Promise<boolean> }>();
+
+function hasNestedGit(dir: string, mtimeMs: number): Promise<boolean> {
+  const known = nestedGit.get(dir);
+  if (known?.mtimeMs === mtimeMs) return known.found;
+  const found = findNestedGit(dir);
+  nestedGit.set(dir, { mtimeMs, found });
+  return found;
+}
+
+async function findNestedGit(dir: string): Promise<boolean> {
   const { stdout } = await execFileAsync('find', [
     dir,
     '-mindepth',
