@@ -1,8 +1,10 @@
 /**
  * Canary tests: tests that must fail, added by the reward to the hidden test files after the test
  * patch, with random names and random values made per evaluation. The tests run the agent's code,
- * which could neuter the assertion library, patch the runner or forge the report; a canary that
- * passes, is skipped, or is missing from the report shows that, and the reward is 0 (`tampered`).
+ * which could neuter the assertion library, patch the runner or forge the report. A canary that
+ * passes or is skipped shows that, and so does one missing from a report that would otherwise
+ * resolve the task: the reward is 0 with reason `tampered` (tasks/reward/index.ts). A canary
+ * missing because its file failed to import is an honest failure, and scores as one.
  *
  * The canaries are appended to every hidden test file rather than put in a file of their own:
  * node:test and vitest run each file in its own process or module graph, so a shim loaded by the
@@ -68,7 +70,7 @@ export function canaryTargets(
     .map((s) => s.paths[s.paths.length - 1]!);
   const targets = kept.filter((p) => isRunnerTestFile(framework, p));
   if (targets.length > 0) return targets.map((path) => ({ path, created: false }));
-  const dir = posix.dirname(kept[0] ?? `tests/x`);
+  const dir = posix.dirname(kept[0] ?? 'tests/x');
   const name = letters(random, 10);
   const file: Record<TestFramework, string> = {
     pytest: `test_${name}.py`,
