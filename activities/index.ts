@@ -2,7 +2,8 @@ import { ApplicationFailure, Context, sleep } from '@temporalio/activity';
 import { removeAgentState, runAgentStep, type AgentStepResult } from '../agents/builtin/index.js';
 import type { AdmissionControl, Lease } from '../scheduler/index.js';
 import { SandboxError, type SandboxProvider } from '../sandbox/provider.js';
-import { evaluateReward, workspaceDiff } from '../tasks/reward/index.js';
+import { evaluateReward, runnerMounts, workspaceDiff } from '../tasks/reward/index.js';
+import { workspaceDirOf } from '../tasks/workspace.js';
 import type { TrajectoryStore } from '../trajectory/index.js';
 import type { SessionSummary } from '../gateway/session/session-manager.js';
 import { agentSidecarMounts, isBlackBoxAgent } from '../agents/presets/index.js';
@@ -108,15 +109,19 @@ export function createActivities(deps: ActivityDeps) {
       agentName: string;
     }): Promise<SandboxRef> {
       const task = await deps.tasks.get(input.taskSource, input.taskId);
+      const workspaceDir = await workspaceDirOf(task);
       const info = await withHeartbeat(() =>
         sandboxCall(() =>
           deps.sandbox.create({
             idempotencyKey: `${input.episodeId}:${input.attempt}`,
-            workspaceDir: task.workspace.path,
+            workspaceDir,
             labels: { episode: input.episodeId, role: 'agent' },
             ttlMs: deps.sandboxTtlMs,
             // Black-box agents run from a read-only sidecar, never installed into the task's files.
-            readOnlyMounts: isBlackBoxAgent(input.agentName) ? agentSidecarMounts() : undefined,
+            readOnlyMounts: [
+              ...(isBlackBoxAgent(input.agentName) ? agentSidecarMounts() : []),
+              ...runnerMounts(task.test_framework),
+            ],
           }),
         ),
       );

@@ -16,6 +16,8 @@ command -v bwrap >/dev/null 2>&1 || missing_apt+=(bubblewrap)
 command -v git >/dev/null 2>&1 || missing_apt+=(git)
 command -v python3 >/dev/null 2>&1 || missing_apt+=(python3)
 python3 -c 'import ensurepip' >/dev/null 2>&1 || missing_apt+=(python3-venv)
+# pytest for the system python3 that sandboxes run (rewards of pytest tasks).
+/usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || missing_apt+=(python3-pytest)
 if [ ${#missing_apt[@]} -gt 0 ]; then
   say "installing ${missing_apt[*]} with apt"
   SUDO=""

@@ -1,7 +1,9 @@
 /**
  * Task loaders: the built-in pack (one folder per task) and SWE-bench style JSON/JSONL files.
  * Every task is validated with `TaskSchema`; anything wrong surfaces as a `TaskLoadError` that
- * names the file (and the JSONL line) so a bad dataset is fixed in one look.
+ * names the file, the JSONL line or JSON array row, and the field, so a bad dataset is fixed in
+ * one look. A workspace may be a directory, a git bundle or a tarball (tasks/workspace.ts); the
+ * loader checks that it exists and leaves unpacking to the first sandbox that needs it.
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { dirname, extname, isAbsolute, join, resolve } from 'node:path';
@@ -14,10 +16,19 @@ export class TaskLoadError extends Error {
   constructor(
     message: string,
     readonly file: string,
+    /** 1-based line of a JSONL file. */
     readonly line?: number,
+    /** 0-based index in a JSON file holding an array of tasks. */
+    readonly row?: number,
   ) {
-    super(`${line === undefined ? file : `${file}:${line}`}: ${message}`);
+    super(`${where(file, line, row)}: ${message}`);
   }
+}
+
+function where(file: string, line?: number, row?: number): string {
+  if (line !== undefined) return `${file}:${line}`;
+  if (row !== undefined) return `${file} [row ${row}]`;
+  return file;
 }
 
 /** Absolute path of the built-in task pack shipped with this package. */
@@ -79,11 +90,11 @@ export async function loadTaskFile(file: string): Promise<Task[]> {
   const path = resolve(file);
   const text = await readText(path);
   const base = dirname(path);
-  const located: { task: Task; file: string; line?: number }[] = [];
-  const add = async (raw: unknown, line?: number): Promise<void> => {
-    const task = withAbsoluteWorkspace(validate(raw, path, line), base);
-    await checkWorkspace(task, path, line);
-    located.push({ task, file: path, line });
+  const located: Located[] = [];
+  const add = async (raw: unknown, line?: number, row?: number): Promise<void> => {
+    const task = withAbsoluteWorkspace(validate(raw, path, line, row), base);
+    await checkWorkspace(task, path, line, row);
+    located.push({ task, file: path, line, row });
   };
 
   const ext = extname(path).toLowerCase();
@@ -95,7 +106,11 @@ export async function loadTaskFile(file: string): Promise<Task[]> {
     }
   } else if (ext === '.json') {
     const raw = parseJson(text, path);
-    for (const item of Array.isArray(raw) ? raw : [raw]) await add(item);
+    if (Array.isArray(raw)) {
+      for (const [row, item] of raw.entries()) await add(item, undefined, row);
+    } else {
+      await add(raw);
+    }
   } else {
     throw new TaskLoadError(`unsupported task file type "${ext}" (expected .json or .jsonl)`, path);
   }
@@ -103,10 +118,24 @@ export async function loadTaskFile(file: string): Promise<Task[]> {
   return located.map((l) => l.task);
 }
 
-function validate(raw: unknown, file: string, line?: number): Task {
+interface Located {
+  task: Task;
+  file: string;
+  line?: number;
+  row?: number;
+}
+
+/** Zod's issues, each with the field it is about, and the task's id when it has one. */
+function validate(raw: unknown, file: string, line?: number, row?: number): Task {
   const parsed = TaskSchema.safeParse(raw);
   if (!parsed.success) {
-    throw new TaskLoadError(`invalid task:\n${z.prettifyError(parsed.error)}`, file, line);
+    const id = isRecord(raw) && typeof raw.instance_id === 'string' ? ` ${raw.instance_id}` : '';
+    throw new TaskLoadError(
+      `invalid task${id}:\n${z.prettifyError(parsed.error)}`,
+      file,
+      line,
+      row,
+    );
   }
   return parsed.data;
 }
@@ -116,22 +145,39 @@ function withAbsoluteWorkspace(task: Task, base: string): Task {
   return { ...task, workspace: { ...task.workspace, path: resolve(base, task.workspace.path) } };
 }
 
-async function checkWorkspace(task: Task, file: string, line?: number): Promise<void> {
-  const info = await stat(task.workspace.path).catch(() => undefined);
-  if (!info?.isDirectory()) {
+async function checkWorkspace(
+  task: Task,
+  file: string,
+  line?: number,
+  row?: number,
+): Promise<void> {
+  const { kind, path } = task.workspace;
+  const info = await stat(path).catch(() => undefined);
+  const ok = kind === 'dir' ? info?.isDirectory() : info?.isFile();
+  if (!ok) {
+    const what = kind === 'dir' ? 'workspace directory' : `workspace ${kind} file`;
     throw new TaskLoadError(
-      `task ${task.instance_id}: workspace directory ${task.workspace.path} does not exist`,
+      `task ${task.instance_id}: workspace.path: ${what} ${path} does not exist`,
       file,
       line,
+      row,
+    );
+  }
+  if (kind === 'tarball' && !/\.(?:tar|tar\.gz|tgz)$/.test(path)) {
+    throw new TaskLoadError(
+      `task ${task.instance_id}: workspace.path: ${path} is not a .tar, .tar.gz or .tgz file`,
+      file,
+      line,
+      row,
     );
   }
 }
 
-function checkUnique(located: { task: Task; file: string; line?: number }[]): void {
+function checkUnique(located: Located[]): void {
   const seen = new Set<string>();
-  for (const { task, file, line } of located) {
+  for (const { task, file, line, row } of located) {
     if (seen.has(task.instance_id)) {
-      throw new TaskLoadError(`duplicate instance_id "${task.instance_id}"`, file, line);
+      throw new TaskLoadError(`duplicate instance_id "${task.instance_id}"`, file, line, row);
     }
     seen.add(task.instance_id);
   }

@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { NODE_MODULES_MOUNT } from './reward/runners.js';
 import type { Task, TestFramework } from './schema.js';
 
 export interface ScriptedTurn {
@@ -204,6 +205,8 @@ const PACK_HINTS: Record<string, PackHints> = {
 
 /** The command a developer runs for the repository's own tests, from /workspace. */
 const VISIBLE_TEST_COMMAND: Record<TestFramework, string> = {
+  pytest: 'python3 -m pytest -q',
+  vitest: `node ${NODE_MODULES_MOUNT}/vitest/vitest.mjs run`,
   'node-test': 'node --test',
   unittest: 'python3 -m unittest discover -s tests -t .',
 };

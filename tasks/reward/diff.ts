@@ -148,36 +148,105 @@ export function splitDiff(diff: string): DiffSection[] {
   return sections;
 }
 
-const TEST_DIRS = new Set(['test', 'tests']);
-const TEST_FILE_PATTERNS: RegExp[] = [
+/**
+ * The protected-path rule: the reward drops every section of the agent's diff that names (as old
+ * or new path) a path that is
+ *
+ * 1. touched by the task's `test_patch` (the hidden tests, whatever their names);
+ * 2. a test: under a directory named `test`, `tests`, `__tests__` or `testing` at any depth, or
+ *    named like a test of a supported runner (`test_*.py`, `*_test.py`, `*.test.*`, `*.spec.*`,
+ *    `*-test.*`, `*_test.*`, `test-*.*`, `test.*` for JS/TS extensions);
+ * 3. test-runner configuration, whole files, at any depth: `conftest.py`, `pytest.ini`,
+ *    `.pytest.ini`, `pytest.toml`, `.pytest.toml`, `tox.ini`, `setup.cfg`, `pyproject.toml`,
+ *    `.coveragerc`, `package.json`, `.mocharc*`, `jest.config*`, `jest.setup*`, `vitest.config*`,
+ *    `vitest.setup*`, `vitest.workspace*`, `vite.config*`, `setupTests.*`, `babel.config*`,
+ *    `.babelrc*`, `tsconfig*.json`;
+ * 4. interpreter start-up hooks and caches: `sitecustomize.py`, `usercustomize.py`, `*.pth`,
+ *    `*.pyc`, `*.pyo`, anything under `__pycache__/`, `.pytest_cache/` or `node_modules/`;
+ * 5. a top-level module shadowing a test runner: `pytest`, `_pytest`, `pluggy`, `py`, `unittest`,
+ *    `iniconfig`, `vitest` as `<name>.py`, `<name>/` or `<name>.{js,mjs,cjs}` at the root;
+ * 6. repository plumbing: `.gitattributes`, `.gitmodules`.
+ *
+ * Whole files, not keys or sections: an agent that needs a change in `package.json` or
+ * `pyproject.toml` loses it, which costs less than a config that neuters assertions.
+ */
+const TEST_DIRS = new Set(['test', 'tests', '__tests__', 'testing']);
+const JS_EXT = String.raw`(?:js|mjs|cjs|ts|mts|cts|jsx|tsx)`;
+const PROTECTED_NAMES: RegExp[] = [
   /^test_.*\.py$/,
   /_test\.py$/,
-  /\.(?:test|spec)\.(?:js|mjs|cjs|ts|mts|cts|jsx|tsx)$/,
+  new RegExp(String.raw`\.(?:test|spec)\.${JS_EXT}$`),
+  new RegExp(String.raw`[-_]test\.${JS_EXT}$`),
+  new RegExp(String.raw`^test(?:-.*)?\.${JS_EXT}$`),
   /^conftest\.py$/,
-  /^pytest\.ini$/,
-  /^setup\.cfg$/,
+  /^\.?pytest\.(?:ini|toml)$/,
   /^tox\.ini$/,
+  /^setup\.cfg$/,
+  /^pyproject\.toml$/,
+  /^\.coveragerc$/,
+  /^package\.json$/,
   /^\.mocharc/,
-  /^vitest\.config\./,
-  /^jest\.config\./,
+  /^(?:jest|vitest|vite)\.config\./,
+  /^(?:jest|vitest)\.setup\./,
+  /^vitest\.workspace\./,
+  /^setupTests\./,
+  /^babel\.config\./,
+  /^\.babelrc/,
+  /^tsconfig.*\.json$/,
+  /^(?:site|user)customize\.py$/,
+  /\.pth$/,
+  /\.py[co]$/,
+  /^\.git(?:attributes|modules)$/,
 ];
+const PROTECTED_DIRS = new Set(['__pycache__', '.pytest_cache', 'node_modules']);
+const RUNNER_MODULES = new Set([
+  'pytest',
+  '_pytest',
+  'pluggy',
+  'py',
+  'unittest',
+  'iniconfig',
+  'vitest',
+]);
 
-/**
- * Tests and test-runner configuration: anything with a `test` or `tests` path component (at any
- * depth, so `pkg/tests/` counts), test file names of the common runners, and runner config files.
- */
+function shadowsRunner(parts: string[]): boolean {
+  const top = parts[0] ?? '';
+  const module = parts.length > 1 ? top : top.replace(/\.(?:py|js|mjs|cjs)$/, '');
+  return (parts.length > 1 || module !== top) && RUNNER_MODULES.has(module);
+}
+
+/** Rules 2 to 6 of the protected-path rule above (rule 1 needs the task: `stripTestChanges`). */
 export function isTestPath(path: string): boolean {
   const parts = path.split('/').filter((p) => p !== '' && p !== '.');
   const base = parts[parts.length - 1] ?? '';
-  return parts.some((p) => TEST_DIRS.has(p)) || TEST_FILE_PATTERNS.some((re) => re.test(base));
+  return (
+    parts.some((p) => TEST_DIRS.has(p) || PROTECTED_DIRS.has(p)) ||
+    PROTECTED_NAMES.some((re) => re.test(base)) ||
+    shadowsRunner(parts)
+  );
 }
 
-/** The diff without the sections that touch a test path, and the paths dropped. */
-export function stripTestChanges(diff: string): { diff: string; dropped: string[] } {
+/** Every path a diff's sections name: for a test patch, the hidden test files. */
+export function pathsOf(diff: string): string[] {
+  return [...new Set(splitDiff(diff).flatMap((s) => s.paths))];
+}
+
+/**
+ * The diff without the sections that touch a protected path (rules above; `protectedPaths` are
+ * the paths of the task's test patch), and the paths dropped.
+ */
+export function stripTestChanges(
+  diff: string,
+  protectedPaths: Iterable<string> = [],
+): { diff: string; dropped: string[] } {
+  const hidden = new Set(protectedPaths);
   const kept: string[] = [];
   const dropped: string[] = [];
   for (const section of splitDiff(diff)) {
-    if (section.paths.some(isTestPath)) dropped.push(...section.paths);
+    // A file section whose paths could not be read is dropped too: fail closed.
+    const unreadable = section.paths.length === 0 && /^(?:diff |--- )/.test(section.text);
+    if (unreadable || section.paths.some((p) => hidden.has(p) || isTestPath(p)))
+      dropped.push(...section.paths);
     else kept.push(section.text);
   }
   return { diff: kept.join(''), dropped };

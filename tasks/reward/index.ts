@@ -1,21 +1,50 @@
 /**
  * The test-based reward (../../../shared/specs/sandbox.md, "Rewards that resist hacking"): in a
  * fresh sandbox from the task's snapshot, apply the agent's diff minus tests and test-runner
- * configuration, then the hidden test patch, run the tests, and read the runner's own report.
+ * configuration (the protected-path rule in diff.ts), then the hidden test patch, then canary
+ * tests that must fail (canary.ts), run the tests, and read the runner's own report.
+ *
+ * What stays out of the agent's reach: the hidden tests, the gold patch and the expected results
+ * never enter any sandbox but the reward's; the runner scripts are mounted read-only; the report
+ * is read from the reward sandbox's own /tmp, which the agent's diff cannot touch. The tests do
+ * run the agent's code, which can write anything that process can: the canaries are what catch it.
  */
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
 import type { ExecResult, SandboxProvider } from '../../sandbox/provider.js';
-import type { Task, TestFramework } from '../schema.js';
-import { stripTestChanges } from './diff.js';
+import type { Task } from '../schema.js';
+import { workspaceDirOf } from '../workspace.js';
+import { canaryTargets, makeCanary, type Canary } from './canary.js';
+import { pathsOf, stripTestChanges } from './diff.js';
 import { parseReport, type ReportedStatus } from './report.js';
+import { DEFAULT_TEST_COMMANDS, REPORT_PATHS, rewardMounts } from './runners.js';
 
-export { isTestPath, splitDiff, stripTestChanges, type DiffSection } from './diff.js';
-export { JUnitParseError, parseJUnit } from './junit.js';
-export { parseReport, parseUnittestJson, ReportParseError, type ReportedStatus } from './report.js';
+export { canaryTargets, makeCanary, type Canary } from './canary.js';
+export { isTestPath, pathsOf, splitDiff, stripTestChanges, type DiffSection } from './diff.js';
+export { JUnitParseError, parseJUnit, parsePytestJUnit } from './junit.js';
+export {
+  parseReport,
+  parseUnittestJson,
+  parseVitestJson,
+  ReportParseError,
+  type ReportedStatus,
+} from './report.js';
+export {
+  DEFAULT_TEST_COMMANDS,
+  NODE_MODULES_MOUNT,
+  REPORT_PATHS,
+  RUNNER_MOUNT,
+  rewardMounts,
+  runnerMounts,
+} from './runners.js';
 export { MAX_DIFF_BYTES, workspaceDiff, WorkspaceDiffError } from './workspace-diff.js';
 
-export type RewardReason = 'resolved' | 'unresolved' | 'patch_failed' | 'no_report' | 'timeout';
+export type RewardReason =
+  | 'resolved'
+  | 'unresolved'
+  | 'patch_failed'
+  | 'no_report'
+  | 'timeout'
+  | 'tampered';
 export type TestOutcome = 'passed' | 'failed' | 'missing';
 
 export interface RewardResult {
@@ -32,10 +61,16 @@ export interface RewardResult {
   durationMs: number;
   /** Why it was not resolved, for people: `git apply` errors or the test output's tail (≤ 2 KB). */
   detail?: string;
+  /** Paths of the agent's diff the reward dropped (tests, runner configuration). */
+  dropped: string[];
 }
 
 export interface RewardDeps {
   provider: SandboxProvider;
+  /** Where git-bundle and tarball workspaces are unpacked. Default `defaultWorkspaceCacheDir()`. */
+  workspaceCacheDir?: string;
+  /** Random bytes for the canaries' names and values. Default `crypto.randomBytes`. */
+  random?: (bytes: number) => Buffer;
 }
 
 export interface RewardInput {
@@ -50,24 +85,6 @@ export interface RewardInput {
 export class RewardSandboxError extends Error {
   override name = 'RewardSandboxError';
 }
-
-/** The sandbox path the runner scripts are mounted at, read-only. */
-export const RUNNER_MOUNT = '/opt/agent-rollout/reward';
-const RUNNERS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'runners');
-
-/**
- * Where the runner writes its report; a task's own `test_command` must write it there too. The
- * path is also in the command's environment as `$REWARD_REPORT`.
- */
-export const REPORT_PATHS: Record<TestFramework, string> = {
-  unittest: '/tmp/report.json',
-  'node-test': '/tmp/report.xml',
-};
-
-const DEFAULT_TEST_COMMANDS: Record<TestFramework, string> = {
-  unittest: `python3 ${RUNNER_MOUNT}/unittest_json.py "$REWARD_REPORT"`,
-  'node-test': 'node --test --test-reporter=junit --test-reporter-destination="$REWARD_REPORT"',
-};
 
 const DETAIL_BYTES = 2000;
 const MAX_REPORT_BYTES = 32 * 1024 * 1024;
@@ -88,6 +105,7 @@ function testScript(task: Task): string {
   const steps = [...task.setup, task.test_command ?? DEFAULT_TEST_COMMANDS[task.test_framework]];
   const log = '/tmp/reward-tests.log';
   return [
+    'rm -f -- "$REWARD_REPORT"',
     `(\n${steps.map((s) => `(\n${s}\n)`).join(' &&\n')}\n) >${log} 2>&1`,
     `echo "tests exited with status $?" >>${log}`,
     `tail -c ${DETAIL_BYTES} ${log} >&2`,
@@ -122,13 +140,48 @@ async function applyPatch(
   });
 }
 
+/** Appends (or creates) a file under /workspace, refusing to follow a symlink out of it. */
+const APPEND_SCRIPT = `p=$(realpath -m -- "$1") || exit 3
+case "$p" in /workspace/*) ;; *) exit 4;; esac
+mkdir -p -- "$(dirname -- "$p")" && cat >> "$p"`;
+
+/** Adds the canaries to the hidden test files; returns them, or why they could not be added. */
+async function addCanaries(
+  provider: SandboxProvider,
+  id: string,
+  task: Task,
+  random: (bytes: number) => Buffer,
+): Promise<Canary[] | string> {
+  const canaries: Canary[] = [];
+  for (const target of canaryTargets(task.test_framework, task.test_patch, random)) {
+    const content = target.created
+      ? ''
+      : (await provider.readFile(id, target.path)).toString('utf8');
+    const canary = makeCanary(task.test_framework, target.path, content, random);
+    const r = await provider.exec(id, ['/bin/sh', '-c', APPEND_SCRIPT, 'append', canary.path], {
+      stdin: canary.text,
+      timeoutMs: PATCH_TIMEOUT_MS,
+    });
+    if (r.exitCode !== 0) return `cannot add canary to ${canary.path}: ${r.stderr.trim()}`;
+    canaries.push(canary);
+  }
+  return canaries;
+}
+
+/** Canary ids that did not fail as they must: passed, skipped or missing from the report. */
+function canariesNotFailed(canaries: Canary[], reported: Record<string, ReportedStatus>): string[] {
+  return canaries.flatMap((c) => c.ids).filter((id) => reported[id] !== 'failed');
+}
+
 export async function evaluateReward(deps: RewardDeps, input: RewardInput): Promise<RewardResult> {
   const startedAt = performance.now();
   const { provider } = deps;
+  const random = deps.random ?? randomBytes;
   const { task } = input;
   const framework = task.test_framework;
   const named = [...new Set([...task.FAIL_TO_PASS, ...task.PASS_TO_PASS])];
   const testMs = task.timeouts.test_s * 1000;
+  const { diff: agentPatch, dropped } = stripTestChanges(input.agentDiff, pathsOf(task.test_patch));
 
   const finish = (
     reason: RewardReason,
@@ -151,13 +204,14 @@ export async function evaluateReward(deps: RewardDeps, input: RewardInput): Prom
       failed: named.length - passed,
       durationMs: Math.round(performance.now() - startedAt),
       ...(detail && !resolved ? { detail: tail(detail) } : {}),
+      dropped,
     };
   };
 
   const spec = {
     idempotencyKey: `${input.idempotencyKey}:reward`,
-    workspaceDir: resolve(task.workspace.path),
-    readOnlyMounts: [{ hostPath: RUNNERS_DIR, sandboxPath: RUNNER_MOUNT }],
+    workspaceDir: await workspaceDirOf(task, deps.workspaceCacheDir),
+    readOnlyMounts: rewardMounts(framework),
     labels: { role: 'reward', task: task.instance_id },
     ttlMs: testMs + TTL_SLACK_MS,
   };
@@ -171,7 +225,6 @@ export async function evaluateReward(deps: RewardDeps, input: RewardInput): Prom
     }
     const id = sandbox.id;
 
-    const agentPatch = stripTestChanges(input.agentDiff).diff;
     if (agentPatch.trim() !== '') {
       const applied = await applyPatch(provider, id, agentPatch);
       if (applied.exitCode !== 0)
@@ -185,6 +238,8 @@ export async function evaluateReward(deps: RewardDeps, input: RewardInput): Prom
         `test patch does not apply over the agent diff: ${testsApplied.stderr}`,
       );
     }
+    const canaries = await addCanaries(provider, id, task, random);
+    if (typeof canaries === 'string') return finish('patch_failed', {}, canaries);
 
     const run = await provider.exec(
       id,
@@ -204,7 +259,20 @@ export async function evaluateReward(deps: RewardDeps, input: RewardInput): Prom
     } catch (err) {
       return finish('no_report', {}, `${(err as Error).message}\n${run.stderr}`);
     }
-    return finish('unresolved', reported, run.stderr);
+    // A canary that passed or was skipped was tampered with. A missing one may be an honest
+    // import error in its file, which fails that file's tests too; only a report that would
+    // otherwise resolve the task while missing a canary is forged.
+    const untouched = canariesNotFailed(canaries, reported);
+    const states = untouched.map((c) => `${c}: ${reported[c] ?? 'missing'}`).join(', ');
+    const result = finish('unresolved', reported, run.stderr);
+    if (
+      untouched.some((c) => reported[c] !== undefined) ||
+      (untouched.length > 0 && result.resolved)
+    )
+      return finish('tampered', reported, `canary tests did not fail (${states})\n${run.stderr}`);
+    return untouched.length > 0
+      ? finish('unresolved', reported, `canary tests missing (${states})\n${run.stderr}`)
+      : result;
   } finally {
     await provider.destroy(sandbox.id);
   }

@@ -130,3 +130,50 @@ export function parseJUnit(xml: string): Record<string, ReportedStatus> {
   walk(doc, []);
   return results;
 }
+
+/**
+ * Test id → status from pytest's `--junitxml` report written with `-o junit_family=xunit1`, which
+ * adds each test's `file`. Ids are pytest node ids, as SWE-bench names pytest tests:
+ * `tests/test_x.py::TestClass::test_method[param]` or `tests/test_x.py::test_function`. pytest
+ * derives `classname` from the node id (path with `/` → `.` and `.py` dropped, then the classes),
+ * so the classes are what follows the file's dotted path. A test whose `classname` does not start
+ * with its file's dotted path (a method inherited from another file) gets `<classname>::<name>`.
+ * A collection error is a testcase named after the module with an `<error>`: it never matches a
+ * test id, so the tests it hid are missing.
+ */
+export function parsePytestJUnit(xml: string): Record<string, ReportedStatus> {
+  const results: Record<string, ReportedStatus> = {};
+  const rank: Record<ReportedStatus, number> = { passed: 0, skipped: 1, failed: 2 };
+  const walk = (el: Element): void => {
+    for (const child of el.children) {
+      if (child.name === 'testcase') {
+        const id = pytestNodeId(
+          child.attrs.file ?? '',
+          child.attrs.classname ?? '',
+          child.attrs.name ?? '',
+        );
+        const status = statusOf(child);
+        const prev = results[id];
+        if (prev === undefined || rank[status] > rank[prev]) results[id] = status;
+      } else {
+        walk(child);
+      }
+    }
+  };
+  const doc = parseXml(xml);
+  if (!doc.children.some((c) => c.name === 'testsuites' || c.name === 'testsuite')) {
+    throw new JUnitParseError('no <testsuites> or <testsuite> element');
+  }
+  walk(doc);
+  return results;
+}
+
+function pytestNodeId(file: string, classname: string, name: string): string {
+  const dotted = file.replace(/\.py$/, '').replaceAll('/', '.');
+  if (file !== '' && classname === dotted) return `${file}::${name}`;
+  if (file !== '' && classname.startsWith(`${dotted}.`)) {
+    const classes = classname.slice(dotted.length + 1).split('.');
+    return [file, ...classes, name].join('::');
+  }
+  return classname === '' ? name : `${classname}::${name}`;
+}

@@ -1,4 +1,8 @@
-/** Small task fixtures for the reward tests: a Python unittest repo and a node:test repo. */
+/**
+ * Small task fixtures for the reward tests, one per runner: Python unittest and pytest repos, a
+ * node:test repo and a vitest repo. Each has a bug (add() subtracts), a hidden test patch, a fix,
+ * and the test rewrite an agent might try instead of a fix.
+ */
 import { TaskSchema, type Task } from '../../tasks/schema.js';
 import { workspaceDiff } from '../../tasks/reward/index.js';
 import type { SandboxProvider } from '../../sandbox/provider.js';
@@ -144,6 +148,123 @@ export async function nodeTask(
   return { task, dir };
 }
 
+const PYTEST_FILES: Record<string, string> = {
+  '.gitignore': '__pycache__/\n',
+  'calc/__init__.py': PY_FILES['calc/__init__.py']!,
+  'tests/__init__.py': '',
+  'tests/test_calc.py': `from calc import mul
+
+
+class TestCalc:
+    def test_mul(self):
+        assert mul(2, 3) == 6
+`,
+};
+
+const PYTEST_HIDDEN = `import pytest
+
+from calc import add
+
+
+@pytest.mark.parametrize("a,b,total", [(2, 3, 5), (-1, 1, 0)])
+def test_add(a, b, total):
+    assert add(a, b) == total
+
+
+class TestHidden:
+    def test_add_zero(self):
+        assert add(7, 0) == 7
+`;
+
+export const PYTEST_FAKE_TESTS: Record<string, string> = {
+  'tests/test_hidden.py': 'def test_add():\n    pass\n',
+  'conftest.py':
+    'import pytest\n\n\ndef pytest_collection_modifyitems(items):\n    items.clear()\n',
+  'pytest.ini': '[pytest]\naddopts = -p no:junitxml\n',
+};
+
+export async function pytestTask(
+  overrides: Partial<Record<string, unknown>> = {},
+): Promise<{ task: Task; dir: string }> {
+  const dir = await tempDir('pytest-task');
+  await writeTree(dir, PYTEST_FILES);
+  const task = TaskSchema.parse({
+    instance_id: 'pytest-calc-1',
+    repo: 'fixture/calc',
+    problem_statement: 'add() subtracts',
+    patch: 'gold patch is not used by the reward',
+    test_patch: newFileDiff('tests/test_hidden.py', PYTEST_HIDDEN),
+    FAIL_TO_PASS: [
+      'tests/test_hidden.py::test_add[2-3-5]',
+      'tests/test_hidden.py::test_add[-1-1-0]',
+    ],
+    PASS_TO_PASS: [
+      'tests/test_calc.py::TestCalc::test_mul',
+      'tests/test_hidden.py::TestHidden::test_add_zero',
+    ],
+    workspace: { kind: 'dir', path: dir },
+    test_framework: 'pytest',
+    ...overrides,
+  });
+  return { task, dir };
+}
+
+const VITEST_FILES: Record<string, string> = {
+  'package.json': '{ "name": "mathlib", "type": "module" }\n',
+  'src/math.js': JS_FILES['src/math.js']!,
+  'test/math.test.js': `import { describe, expect, test } from 'vitest';
+import { mul } from '../src/math.js';
+
+describe('math', () => {
+  test('multiplies', () => expect(mul(2, 3)).toBe(6));
+});
+`,
+};
+
+const VITEST_HIDDEN = `import { describe, expect, test } from 'vitest';
+import { add } from '../src/math.js';
+
+describe('add', () => {
+  test('adds two numbers', () => expect(add(2, 3)).toBe(5));
+  describe('negative', () => {
+    test('adds negatives', () => expect(add(-1, 1)).toEqual(0));
+  });
+});
+`;
+
+export const VITEST_FAKE_TESTS: Record<string, string> = {
+  'test/hidden.test.js': `import { describe, test } from 'vitest';
+describe('add', () => {
+  test('adds two numbers', () => {});
+  describe('negative', () => {
+    test('adds negatives', () => {});
+  });
+});
+`,
+  'vitest.config.js':
+    "export default { test: { include: ['nothing/**'], passWithNoTests: true } };\n",
+};
+
+export async function vitestTask(
+  overrides: Partial<Record<string, unknown>> = {},
+): Promise<{ task: Task; dir: string }> {
+  const dir = await tempDir('vitest-task');
+  await writeTree(dir, VITEST_FILES);
+  const task = TaskSchema.parse({
+    instance_id: 'vitest-math-1',
+    repo: 'fixture/mathlib',
+    problem_statement: 'add() subtracts',
+    patch: 'gold patch is not used by the reward',
+    test_patch: newFileDiff('test/hidden.test.js', VITEST_HIDDEN),
+    FAIL_TO_PASS: ['add > adds two numbers', 'add > negative > adds negatives'],
+    PASS_TO_PASS: ['math > multiplies'],
+    workspace: { kind: 'dir', path: dir },
+    test_framework: 'vitest',
+    ...overrides,
+  });
+  return { task, dir };
+}
+
 let agentRuns = 0;
 
 /** Plays the agent: edits files in its own sandbox and returns its workspace diff. */
@@ -159,6 +280,25 @@ export async function agentDiff(
   try {
     for (const [path, content] of Object.entries(edits))
       await provider.writeFile(id, path, content);
+    return await workspaceDiff(provider, id);
+  } finally {
+    await provider.destroy(id);
+  }
+}
+
+/** Plays the agent with shell commands run in its sandbox; returns its workspace diff. */
+export async function agentShellDiff(
+  provider: SandboxProvider,
+  workspaceDir: string,
+  script: string,
+): Promise<string> {
+  const { id } = await provider.create({
+    idempotencyKey: `agent-${process.pid}-${agentRuns++}`,
+    workspaceDir,
+  });
+  try {
+    const r = await provider.exec(id, { shell: script });
+    if (r.exitCode !== 0) throw new Error(`agent script failed: ${r.stderr}`);
     return await workspaceDiff(provider, id);
   } finally {
     await provider.destroy(id);

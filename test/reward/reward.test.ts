@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BubblewrapProvider } from '../../sandbox/bubblewrap.js';
 import { evaluateReward } from '../../tasks/reward/index.js';
 import type { Task } from '../../tasks/schema.js';
-import { removeDirs, tempDir } from '../sandbox/helpers.js';
+import { newFileDiff, removeDirs, tempDir } from '../sandbox/helpers.js';
 import {
   agentDiff,
   JS_FAKE_TESTS,
@@ -10,7 +10,11 @@ import {
   nodeTask,
   PY_FAKE_TESTS,
   PY_FIX,
+  PYTEST_FAKE_TESTS,
+  pytestTask,
   pythonTask,
+  VITEST_FAKE_TESTS,
+  vitestTask,
 } from './fixtures.js';
 
 const dirs: string[] = [];
@@ -30,6 +34,52 @@ afterAll(async () => {
   await removeDirs(dirs);
 });
 
+/**
+ * Code under test that, once imported, makes every failing assertion of the task's runner pass:
+ * what a canary must catch.
+ */
+function neuterAsserts(task: Task): Record<string, string> {
+  if (task.test_framework === 'unittest' || task.test_framework === 'pytest') {
+    return {
+      'calc/__init__.py': `import unittest
+import sys
+
+unittest.TestCase.assertEqual = lambda self, *a, **k: None
+unittest.TestCase.assertTrue = lambda self, *a, **k: None
+_pytest = sys.modules.get("_pytest.python")
+if _pytest is not None:
+    _pytest.Function.runtest = lambda self: None
+
+
+def add(a, b):
+    return a - b
+
+
+def mul(a, b):
+    return a * b
+`,
+    };
+  }
+  return {
+    'src/math.js': `import assert from 'node:assert';
+import strict from 'node:assert/strict';
+for (const a of [assert, strict]) for (const k of Object.keys(a)) a[k] = () => {};
+if (globalThis.__vitest_worker__) {
+  const { expect } = await import('vitest');
+  expect.extend({ toBe: () => ({ pass: true, message: () => '' }), toEqual: () => ({ pass: true, message: () => '' }) });
+}
+export function add(a, b) {
+  return a - b;
+}
+export function mul(a, b) {
+  return a * b;
+}
+`,
+  };
+}
+
+const named = (task: Task): string[] => [...task.FAIL_TO_PASS, ...task.PASS_TO_PASS];
+
 const frameworks: [
   string,
   () => Promise<{ task: Task; dir: string }>,
@@ -37,7 +87,9 @@ const frameworks: [
   Record<string, string>,
 ][] = [
   ['unittest', pythonTask, PY_FIX, PY_FAKE_TESTS],
+  ['pytest', pytestTask, PY_FIX, PYTEST_FAKE_TESTS],
   ['node-test', nodeTask, JS_FIX, JS_FAKE_TESTS],
+  ['vitest', vitestTask, JS_FIX, VITEST_FAKE_TESTS],
 ];
 
 describe.each(frameworks)('evaluateReward with %s', (_name, makeTask, fix, fakeTests) => {
@@ -56,10 +108,10 @@ describe.each(frameworks)('evaluateReward with %s', (_name, makeTask, fix, fakeT
       reward: 1,
       resolved: true,
       reason: 'resolved',
-      passed: 3,
+      passed: named(task).length,
       failed: 0,
     });
-    expect(Object.values(r.tests)).toEqual(['passed', 'passed', 'passed']);
+    expect(Object.values(r.tests)).toEqual(named(task).map(() => 'passed'));
     expect(r.detail).toBeUndefined();
   });
 
@@ -69,8 +121,8 @@ describe.each(frameworks)('evaluateReward with %s', (_name, makeTask, fix, fakeT
       reward: 0,
       resolved: false,
       reason: 'unresolved',
-      passed: 1,
-      failed: 2,
+      passed: task.PASS_TO_PASS.length,
+      failed: task.FAIL_TO_PASS.length,
     });
     for (const t of task.FAIL_TO_PASS) expect(r.tests[t]).toBe('failed');
     for (const t of task.PASS_TO_PASS) expect(r.tests[t]).toBe('passed');
@@ -82,6 +134,20 @@ describe.each(frameworks)('evaluateReward with %s', (_name, makeTask, fix, fakeT
     const r = await evaluateReward({ provider }, { task, agentDiff: diff, idempotencyKey: key() });
     expect(r).toMatchObject({ reward: 0, reason: 'unresolved' });
     for (const t of task.FAIL_TO_PASS) expect(r.tests[t]).toBe('failed');
+    expect(r.dropped).toEqual(expect.arrayContaining(Object.keys(fakeTests)));
+  });
+
+  it('gives 0 with reason tampered when the code under test makes failing asserts pass', async () => {
+    const r = await evaluateReward(
+      { provider },
+      {
+        task,
+        agentDiff: await agentDiff(provider, workspace, neuterAsserts(task)),
+        idempotencyKey: key(),
+      },
+    );
+    expect(r).toMatchObject({ reward: 0, resolved: false, reason: 'tampered' });
+    expect(r.detail).toContain('canary tests did not fail');
   });
 
   it('still gives 1 for a fix that comes with test edits', async () => {
@@ -99,9 +165,9 @@ describe.each(frameworks)('evaluateReward with %s', (_name, makeTask, fix, fakeT
       resolved: false,
       reason: 'patch_failed',
       passed: 0,
-      failed: 3,
+      failed: named(task).length,
     });
-    expect(Object.values(r.tests)).toEqual(['missing', 'missing', 'missing']);
+    expect(Object.values(r.tests)).toEqual(named(task).map(() => 'missing'));
     expect(r.detail).toContain('does not apply');
   });
 
@@ -112,7 +178,12 @@ describe.each(frameworks)('evaluateReward with %s', (_name, makeTask, fix, fakeT
       { provider },
       { task: withGhost, agentDiff: diff, idempotencyKey: key() },
     );
-    expect(r).toMatchObject({ reward: 0, reason: 'unresolved', passed: 3, failed: 1 });
+    expect(r).toMatchObject({
+      reward: 0,
+      reason: 'unresolved',
+      passed: named(task).length,
+      failed: 1,
+    });
     expect(r.tests['no such test']).toBe('missing');
   });
 
@@ -156,20 +227,72 @@ describe('evaluateReward edge cases', () => {
     expect(r).toMatchObject({ reward: 1, reason: 'resolved' });
   });
 
-  it('reports patch_failed when the hidden test patch collides with the agent diff', async () => {
-    // The agent created the hidden test's path under a name that is not a test path.
+  it('runs canaries in a CommonJS test file and catches an assert shim there', async () => {
+    const hidden = `const { test } = require('node:test');
+const assert = require('node:assert');
+test('adds', async () => {
+  const { add } = await import('../src/math.js');
+  assert.strictEqual(add(2, 3), 5);
+});
+`;
+    const { task, dir } = await nodeTask({
+      test_patch: newFileDiff('test/hidden.test.cjs', hidden),
+      FAIL_TO_PASS: ['adds'],
+      PASS_TO_PASS: ['math > multiplies'],
+    });
+    dirs.push(dir);
+    const fixed = await evaluateReward(
+      { provider },
+      { task, agentDiff: await agentDiff(provider, dir, JS_FIX), idempotencyKey: key() },
+    );
+    expect(fixed).toMatchObject({ reward: 1, reason: 'resolved' });
+    const shim = `import assert from 'node:assert';
+assert.strictEqual = () => {};
+export function add(a, b) {
+  return a - b;
+}
+export function mul(a, b) {
+  return a * b;
+}
+`;
+    const hacked = await evaluateReward(
+      { provider },
+      {
+        task,
+        agentDiff: await agentDiff(provider, dir, { 'src/math.js': shim }),
+        idempotencyKey: key(),
+      },
+    );
+    expect(hacked).toMatchObject({ reward: 0, reason: 'tampered', tests: { adds: 'passed' } });
+  });
+
+  it('calls a hidden test file that fails to import unresolved, not tampered', async () => {
     const { task, dir } = await pythonTask();
     dirs.push(dir);
-    const collide = {
+    // An honest but wrong change: add() is renamed, so the hidden module cannot import it.
+    const diff = await agentDiff(provider, dir, {
+      'calc/__init__.py':
+        'def plus(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n',
+    });
+    const r = await evaluateReward({ provider }, { task, agentDiff: diff, idempotencyKey: key() });
+    expect(r).toMatchObject({ reward: 0, reason: 'unresolved' });
+    for (const t of task.FAIL_TO_PASS) expect(r.tests[t]).toBe('missing');
+    expect(r.detail).toContain('canary tests missing');
+  });
+
+  it('drops the agent changes to any path the test patch touches, test-like or not', async () => {
+    const { task, dir } = await pythonTask();
+    dirs.push(dir);
+    const data = 'calc/fixture_data.py';
+    const withData = {
       ...task,
-      test_patch: task.test_patch.replaceAll('tests/test_hidden.py', 'calc/extra.py'),
+      test_patch: task.test_patch + newFileDiff(data, 'EXPECTED = 5\n'),
     };
-    const diff = await agentDiff(provider, dir, { 'calc/extra.py': 'x = 1\n' });
+    const diff = await agentDiff(provider, dir, { ...PY_FIX, [data]: 'EXPECTED = -1\n' });
     const r = await evaluateReward(
       { provider },
-      { task: collide, agentDiff: diff, idempotencyKey: key() },
+      { task: withData, agentDiff: diff, idempotencyKey: key() },
     );
-    expect(r).toMatchObject({ reward: 0, reason: 'patch_failed' });
-    expect(r.detail).toContain('test patch');
+    expect(r).toMatchObject({ reward: 1, reason: 'resolved', dropped: [data] });
   });
 });

@@ -92,7 +92,7 @@ describe('loadTaskFile', () => {
   });
 
   it('reports a schema violation with zod’s message', async () => {
-    const bad = sweTask('e-1', { FAIL_TO_PASS: [], test_framework: 'pytest' });
+    const bad = sweTask('e-1', { FAIL_TO_PASS: [], test_framework: 'rspec' });
     const file = await write(
       'schema.jsonl',
       `${JSON.stringify(sweTask('e-0'))}\n${JSON.stringify(bad)}\n`,
@@ -180,5 +180,72 @@ describe('loadTasks', () => {
     );
     const err = await loadError(loadTasks(join(root, 'absent')));
     expect(err.message).toContain('no such file or directory');
+  });
+});
+
+describe('loadTaskFile with bundle and tarball workspaces', () => {
+  it('accepts git-bundle and tarball workspaces relative to the file', async () => {
+    await writeFile(join(root, 'repos', 'demo.bundle'), 'not read by the loader');
+    await writeFile(join(root, 'repos', 'demo.tar.gz'), 'not read by the loader');
+    const tasks = await loadTaskFile(
+      await write(
+        'kinds.jsonl',
+        [
+          sweTask('k-1', {
+            base_commit: 'abc1234',
+            workspace: { kind: 'git-bundle', path: 'repos/demo.bundle' },
+          }),
+          sweTask('k-2', { workspace: { kind: 'tarball', path: 'repos/demo.tar.gz' } }),
+        ]
+          .map((t) => JSON.stringify(t))
+          .join('\n'),
+      ),
+    );
+    expect(tasks.map((t) => t.workspace)).toEqual([
+      { kind: 'git-bundle', path: join(root, 'repos', 'demo.bundle') },
+      { kind: 'tarball', path: join(root, 'repos', 'demo.tar.gz'), strip_components: 0 },
+    ]);
+  });
+
+  it('names the row of a JSON array and the field at fault', async () => {
+    const rows = [
+      sweTask('m-1'),
+      sweTask('m-2', {
+        workspace: { kind: 'git-bundle', path: 'repos/demo.bundle' },
+        base_commit: 'base',
+      }),
+    ];
+    const file = await write('rows.json', JSON.stringify(rows));
+    const err = await loadError(loadTaskFile(file));
+    expect(err.row).toBe(1);
+    expect(err.message).toContain(`${file} [row 1]: invalid task m-2`);
+    expect(err.message).toContain('→ at base_commit');
+    expect(err.message).toContain('a git-bundle workspace needs base_commit');
+  });
+
+  it('names the workspace field when a bundle or tarball is missing or misnamed', async () => {
+    const gone = sweTask('n-1', {
+      base_commit: 'abc1234',
+      workspace: { kind: 'git-bundle', path: 'repos/gone.bundle' },
+    });
+    let err = await loadError(loadTaskFile(await write('gone.jsonl', JSON.stringify(gone))));
+    expect(err.line).toBe(1);
+    expect(err.message).toContain(
+      `workspace.path: workspace git-bundle file ${join(root, 'repos', 'gone.bundle')} does not exist`,
+    );
+    await writeFile(join(root, 'repos', 'demo.zip'), 'zip');
+    const zip = sweTask('n-2', { workspace: { kind: 'tarball', path: 'repos/demo.zip' } });
+    err = await loadError(loadTaskFile(await write('zip.json', JSON.stringify(zip))));
+    expect(err.message).toContain('is not a .tar, .tar.gz or .tgz file');
+  });
+
+  it('lists the supported frameworks when a task names another one', async () => {
+    const file = await write(
+      'mocha.json',
+      JSON.stringify(sweTask('p-1', { test_framework: 'mocha' })),
+    );
+    const err = await loadError(loadTaskFile(file));
+    expect(err.message).toContain('→ at test_framework');
+    expect(err.message).toMatch(/pytest.*unittest.*vitest.*node-test/);
   });
 });
