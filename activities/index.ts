@@ -4,6 +4,7 @@ import type { AdmissionControl, Lease } from '../scheduler/index.js';
 import { SandboxError, type SandboxProvider } from '../sandbox/provider.js';
 import { evaluateReward, runnerMounts, workspaceDiff } from '../tasks/reward/index.js';
 import { workspaceDirOf } from '../tasks/workspace.js';
+import { secretPathsOf } from '../tasks/secret-paths.js';
 import type { TrajectoryStore } from '../trajectory/index.js';
 import type { SessionSummary } from '../gateway/session/session-manager.js';
 import { agentSidecarMounts, isBlackBoxAgent } from '../agents/presets/index.js';
@@ -15,7 +16,7 @@ import {
 import { createBatchActivities } from './batch.js';
 import { GatewayAdminClient } from './gateway-admin.js';
 import { createJanitorActivities } from './janitor.js';
-import type { TaskCatalog } from './task-catalog.js';
+import { taskSourcePath, type TaskCatalog } from './task-catalog.js';
 import type { EpisodeInput, EpisodeOutcome, RewardSummary, SandboxRef } from './types.js';
 
 export interface ActivityDeps {
@@ -116,6 +117,7 @@ export function createActivities(deps: ActivityDeps) {
             idempotencyKey: `${input.episodeId}:${input.attempt}`,
             workspaceDir,
             labels: { episode: input.episodeId, role: 'agent' },
+            hiddenPaths: secretPathsOf(taskSourcePath(input.taskSource), task),
             ttlMs: deps.sandboxTtlMs,
             // Black-box agents run from a read-only sidecar, never installed into the task's files.
             readOnlyMounts: [
@@ -227,7 +229,7 @@ export function createActivities(deps: ActivityDeps) {
           const result = await sandboxCall(() =>
             evaluateReward(
               { provider: deps.sandbox },
-              { task, agentDiff, idempotencyKey: `${input.episodeId}:${input.attempt}` },
+              { task, agentDiff, idempotencyKey: `${input.episodeId}:${input.attempt}`, labels: { episode: input.episodeId } },
             ),
           );
           return {

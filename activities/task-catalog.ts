@@ -4,6 +4,11 @@ import type { Task } from '../tasks/schema.js';
 /** Task source name meaning the built-in pack. */
 export const BUILTIN_TASKS = 'builtin';
 
+/** Where a task source lives on this host: the built-in pack's folder, or the path itself. */
+export function taskSourcePath(source: string): string {
+  return source === BUILTIN_TASKS ? builtinPackDir() : source;
+}
+
 /**
  * Tasks by source and id, loaded once per worker. Workflows carry only the source path and the
  * task id; the task itself (problem statement, patches) never enters a Temporal payload.
@@ -14,7 +19,7 @@ export class TaskCatalog {
   load(source: string): Promise<Map<string, Task>> {
     let tasks = this.sources.get(source);
     if (!tasks) {
-      tasks = loadTasks(source === BUILTIN_TASKS ? builtinPackDir() : source).then(
+      tasks = loadTasks(taskSourcePath(source)).then(
         (list) => new Map(list.map((t) => [t.instance_id, t])),
       );
       // A failed load is not cached: the file may be fixed and the activity retried.

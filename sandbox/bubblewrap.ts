@@ -235,7 +235,7 @@ export class BubblewrapProvider implements SandboxProvider {
       ...mountArgs({
         workspaceHostDir: layers.workspace,
         tmpHostDir: layers.tmp,
-        maskedPaths: await this.maskedPaths(),
+        maskedPaths: await this.maskedPaths(meta.hiddenPaths ?? []),
         emptyFile: join(await this.prepareRoot(), '.empty'),
         readOnlyMounts: meta.readOnlyMounts,
         sandboxUser: this.sandboxUser,
@@ -479,6 +479,7 @@ export class BubblewrapProvider implements SandboxProvider {
       createdAt,
       expiresAt: createdAt + (spec.ttlMs ?? this.defaultTtlMs),
       readOnlyMounts,
+      hiddenPaths: (spec.hiddenPaths ?? []).map((p) => resolve(p)),
       limits,
     };
     await writeMeta(dir, meta);
@@ -496,6 +497,8 @@ export class BubblewrapProvider implements SandboxProvider {
     );
     if (!isDir)
       throw new InvalidSandboxSpecError(`workspaceDir is not a directory: ${workspaceDir}`);
+    if ((spec.hiddenPaths ?? []).some((p) => resolve(p) === '/'))
+      throw new InvalidSandboxSpecError('cannot hide the whole root');
     const mounts = (spec.readOnlyMounts ?? []).map((m) => ({
       hostPath: resolve(m.hostPath),
       sandboxPath: m.sandboxPath,
@@ -619,9 +622,9 @@ export class BubblewrapProvider implements SandboxProvider {
   }
 
   /** The hidden paths and rootDir as real paths, so a symlinked data dir is masked where it lives. */
-  private async maskedPaths(): Promise<string[]> {
+  private async maskedPaths(extra: string[]): Promise<string[]> {
     return Promise.all(
-      [this.rootDir, this.mountRoot, ...this.hiddenPaths].map((p) => realpath(p).catch(() => p)),
+      [this.rootDir, this.mountRoot, ...this.hiddenPaths, ...extra].map((p) => realpath(p).catch(() => p)),
     );
   }
 }

@@ -113,4 +113,8 @@ export class FaultInjectingProvider implements SandboxProvider {
   async usage(id: string): Promise<SandboxUsage> {
     return this.inner.usage ? this.inner.usage(id) : {};
   }
+
+  async release(): Promise<void> {
+    await this.inner.release?.();
+  }
 }

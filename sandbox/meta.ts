@@ -15,6 +15,8 @@ export interface SandboxMeta {
   createdAt: number;
   expiresAt: number;
   readOnlyMounts: { hostPath: string; sandboxPath: string }[];
+  /** Host paths masked in this sandbox besides the provider's; absent in older metadata. */
+  hiddenPaths?: string[];
   /** The limits in force, every default filled in. */
   limits: Required<SandboxLimits>;
   /** Frozen by `pause` until `resume`. */

@@ -19,6 +19,11 @@ export interface SandboxSpec {
   initGitRepo?: boolean;
   /** Host paths mounted read-only inside the sandbox (reward runners, agent sidecars). */
   readOnlyMounts?: { hostPath: string; sandboxPath: string }[];
+  /**
+   * Host paths hidden in this sandbox on top of the provider's own (e.g. the task files and
+   * workspace sources of its task, which hold gold patches and hidden tests). Default none.
+   */
+  hiddenPaths?: string[];
   /** Labels the janitor and `list` select on (episode id, batch id, role). */
   labels?: Record<string, string>;
   /** Hard time to live, enforced outside the caller. Default 1 hour. */
@@ -104,6 +109,8 @@ export interface SandboxProvider {
    * sandboxes): removes what expired by `now` and returns the ids removed.
    */
   sweepExpired?(now?: number): Promise<string[]>;
+  /** Removes the provider's own host directories once no sandbox is left in them (process exit). */
+  release?(): Promise<void>;
 }
 
 /** Infrastructure failures; `retryable` says whether trying again can help. */

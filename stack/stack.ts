@@ -3,7 +3,6 @@ import { NativeConnection } from '@temporalio/worker';
 import Database from 'better-sqlite3';
 import type { FastifyInstance } from 'fastify';
 import { mkdirSync } from 'node:fs';
-import path from 'node:path';
 import { createActivities } from '../activities/index.js';
 import { TaskCatalog } from '../activities/task-catalog.js';
 import { startEngineSim, type EngineSim } from '../engine-sim/index.js';
@@ -21,7 +20,6 @@ import { buildApiServer } from '../api/index.js';
 import { adminToken, dataPaths } from './paths.js';
 import { startDevServer, type DevServer } from './temporal-dev-server.js';
 import { PROJECT_ROOT } from './temporal-binary.js';
-import { BUILTIN_TASKS } from '../activities/task-catalog.js';
 
 /** A running agent-rollout: what the CLI, the tests and the benchmarks talk to. */
 export interface Stack {
@@ -188,12 +186,14 @@ export async function startWorker(
   const sandbox = createSandboxProvider({
     provider: config.sandbox.provider,
     rootDir: paths.sandboxes,
-    hiddenPaths: [PROJECT_ROOT, config.dataDir, ...(config.batch.tasks === BUILTIN_TASKS ? [] : [path.resolve(config.batch.tasks)])],
+    hiddenPaths: [PROJECT_ROOT, config.dataDir],
     createFailureRate: config.sandbox.createFailureRate,
     seed: config.sandbox.faultSeed,
     defaultTtlMs: config.sandbox.ttlMs,
     defaultLimits: config.sandbox.limits,
   });
+  // Stops run in reverse: this runs after the worker has stopped using the provider.
+  ctx.stops.push(async () => sandbox.release?.());
   const activities = createActivities({
     store: ctx.store,
     admission: new AdmissionControl(schedulerDb, ctx.engines, config.admission, ctx.isAvailable),

@@ -79,6 +79,11 @@ export interface RewardInput {
   agentDiff: string;
   /** Episode id + attempt; the reward sandbox uses `<key>:reward`. */
   idempotencyKey: string;
+  /**
+   * Extra labels of the reward sandbox; an `episode` label lets the janitor remove it as soon as
+   * that episode's workflow closes instead of at its TTL. Default none.
+   */
+  labels?: Record<string, string>;
 }
 
 /** The reward sandbox is not in the state the reward needs (not a git repository, reused). */
@@ -212,7 +217,7 @@ export async function evaluateReward(deps: RewardDeps, input: RewardInput): Prom
     idempotencyKey: `${input.idempotencyKey}:reward`,
     workspaceDir: await workspaceDirOf(task, deps.workspaceCacheDir),
     readOnlyMounts: rewardMounts(framework),
-    labels: { role: 'reward', task: task.instance_id },
+    labels: { ...input.labels, role: 'reward', task: task.instance_id },
     ttlMs: testMs + TTL_SLACK_MS,
   };
   let sandbox = await provider.create(spec);

@@ -222,6 +222,24 @@ except OSError as e:
     await provider.destroy(b.id);
   });
 
+  it("hides a sandbox's own hidden paths from it alone, and refuses to hide the root", async () => {
+    const taskFolder = await tempDir('task-folder');
+    dirs.push(taskFolder);
+    await writeTree(taskFolder, { 'tasks.jsonl': '{"patch": "the fix"}\n' });
+    // Readable by the sandbox user, so only the mask can keep it from the agent's sandbox.
+    await chmod(taskFolder, 0o755);
+    const agent = await provider.create({ idempotencyKey: key(), workspaceDir: workspace, hiddenPaths: [taskFolder] });
+    const other = await provider.create({ idempotencyKey: key(), workspaceDir: workspace });
+    const look = `cat ${join(taskFolder, 'tasks.jsonl')} 2>/dev/null || echo unreadable`;
+    expect((await provider.exec(agent.id, { shell: look })).stdout).toBe('unreadable\n');
+    expect((await provider.exec(other.id, { shell: look })).stdout).toBe('{"patch": "the fix"}\n');
+    await expect(provider.create({ idempotencyKey: key(), workspaceDir: workspace, hiddenPaths: ['/'] })).rejects.toBeInstanceOf(
+      InvalidSandboxSpecError,
+    );
+    await provider.destroy(agent.id);
+    await provider.destroy(other.id);
+  });
+
   it('shows the host root read-only and read-only mounts read-only', async () => {
     const sidecar = await tempDir('sidecar');
     dirs.push(sidecar);
