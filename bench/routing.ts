@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { existsSync } from 'node:fs';
 import { IncrementalHasher } from '../scheduler/routing/block-hash.js';
 import { PrefixIndex } from '../scheduler/routing/prefix-index.js';
-import { KV_GATE_DEFAULTS } from '../scheduler/routing/kv-gate.js';
+import { KvGate, KV_GATE_DEFAULTS } from '../scheduler/routing/kv-gate.js';
 import { createPolicy, POLICY_NAMES, type PolicyName } from '../scheduler/routing/policies/index.js';
 import type { InstanceView } from '../scheduler/routing/types.js';
 import { agentBatch, computeBounds, loadMooncake, PRESETS, simulate, type Bounds, type ModelPreset, type Workload } from '../scheduler/simulator/index.js';
@@ -161,21 +161,36 @@ function routerCost(print: boolean): void {
     healthy: true,
   }));
   const prompts = Array.from({ length: chains }, (_, c) => Array.from({ length: promptTokens }, (_, i) => (c * 7919 + i * 31) % 150_000));
-  for (const name of ['ours', 'sglang-cache-aware', 'dynamo-cost'] as const) {
+  const variants = [
+    { label: 'ours + admission', name: 'ours', gated: true },
+    { label: 'ours', name: 'ours', gated: false },
+    { label: 'sglang-cache-aware', name: 'sglang-cache-aware', gated: false },
+    { label: 'dynamo-cost', name: 'dynamo-cost', gated: false },
+  ] as const;
+  for (const { label, name, gated } of variants) {
     const policy = createPolicy(name);
     const hasher = new IncrementalHasher();
     const index = new PrefixIndex(hasher.blockSize);
     for (const v of views) index.setCapacity(v.name, v.kvCapacityTokens);
+    // The admission check of every call, with every chain's previous turn reserved.
+    const gate = gated ? new KvGate() : undefined;
     let hashing = 0;
     let routing = 0;
     for (let c = 0; c < chains; c++) {
       // The previous turn: hashed and routed before the timed one.
       const previous = prompts[c]!.slice(0, promptTokens - turnTokens);
-      index.insert(`i${c % instances}`, hasher.hashes(`c${c}`, previous));
+      const home = `i${c % instances}`;
+      index.insert(home, hasher.hashes(`c${c}`, previous));
+      const before = { chainId: `c${c}`, blocks: [], blockSize: hasher.blockSize, promptTokens: previous.length, expectedOutputTokens: 256 };
+      gate?.placed(before, home, 0);
+      gate?.ended(before, home, 1, previous.length + 256);
       const t0 = performance.now();
       const blocks = hasher.hashes(`c${c}`, prompts[c]!);
       const t1 = performance.now();
-      const decision = policy.route({ chainId: `c${c}`, blocks, blockSize: hasher.blockSize, promptTokens, expectedOutputTokens: 256 }, views, index);
+      const request = { chainId: `c${c}`, blocks, blockSize: hasher.blockSize, promptTokens, expectedOutputTokens: 256 };
+      const offered = gate ? gate.admissible(request, views, 2) : views;
+      const decision = policy.route(request, offered.length > 0 ? offered : views, index);
+      gate?.placed(request, decision.instance, 2);
       index.insert(decision.instance, blocks);
       const t2 = performance.now();
       hashing += t1 - t0;
@@ -184,8 +199,8 @@ function routerCost(print: boolean): void {
     const per = (hashing + routing) / chains / 1000;
     if (!print) continue;
     console.log(
-      `${name.padEnd(20)} ${(1 / per).toFixed(0).padStart(7)} decisions/s  (${(per * 1e6).toFixed(0)} µs each: ` +
-        `${((hashing / chains) * 1000).toFixed(0)} µs incremental hashing of the new 1k tokens, ${((routing / chains) * 1000).toFixed(0)} µs lookups on 8 instances + index insert)`,
+      `${label.padEnd(20)} ${(1 / per).toFixed(0).padStart(7)} decisions/s  (${(per * 1e6).toFixed(0)} µs each: ` +
+        `${((hashing / chains) * 1000).toFixed(0)} µs incremental hashing of the new 1k tokens, ${((routing / chains) * 1000).toFixed(0)} µs ${gate ? 'admission + ' : ''}lookups on 8 instances + index insert)`,
     );
   }
   if (!print) return;
