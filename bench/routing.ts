@@ -7,23 +7,26 @@
  *
  * Environment: BENCH_TRACE overrides the Mooncake trace (default ../shared/traces/… relative to
  * the repository root); BENCH_TASKS (default 64) and BENCH_SAMPLES (default 8) size the agent
- * batch; BENCH_SEED (default 1). Sizes are chosen to finish in a few minutes on 2 cores.
+ * batch; BENCH_SEEDS (default 1,2,3) its seeds. Sizes are chosen to finish in under 10 minutes on
+ * 2 cores.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { existsSync } from 'node:fs';
 import { IncrementalHasher } from '../scheduler/routing/block-hash.js';
 import { PrefixIndex } from '../scheduler/routing/prefix-index.js';
-import { createPolicy, POLICY_NAMES } from '../scheduler/routing/policies/index.js';
+import { KvGate, KV_GATE_DEFAULTS } from '../scheduler/routing/kv-gate.js';
+import { createPolicy, POLICY_NAMES, type PolicyName } from '../scheduler/routing/policies/index.js';
 import type { InstanceView } from '../scheduler/routing/types.js';
-import { agentBatch, computeBounds, loadMooncake, PRESETS, simulate, type ModelPreset, type Workload } from '../scheduler/simulator/index.js';
+import { agentBatch, computeBounds, loadMooncake, PRESETS, simulate, type Bounds, type ModelPreset, type Workload } from '../scheduler/simulator/index.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const tracePath = process.env.BENCH_TRACE ?? path.resolve(root, '../shared/traces/mooncake_fast25_synthetic_trace.jsonl');
-const seed = Number(process.env.BENCH_SEED ?? 1);
+const seeds = (process.env.BENCH_SEEDS ?? '1,2,3').split(',').map(Number);
 
 interface Scenario {
   workload: Workload;
+  seed: number;
   preset: ModelPreset;
   instances: number;
   /** Label → KV capacity per instance, scarce to ample. */
@@ -36,7 +39,69 @@ function table(header: string[], rows: string[][]): string {
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
-function runScenario(s: Scenario): void {
+/** A policy run: the name printed, the policy, and whether the router's admission gates it. */
+interface Variant {
+  label: string;
+  policy: PolicyName;
+  gated: boolean;
+}
+
+/** As each ships: the baselines route every call at once; ours routes behind the router's admission. */
+const SHIPPED: Variant[] = [
+  ...POLICY_NAMES.filter((p) => p !== 'ours').map((policy) => ({ label: policy, policy, gated: false })),
+  { label: 'ours', policy: 'ours', gated: true },
+  { label: 'ours, no admission', policy: 'ours', gated: false },
+];
+/** Every prefix- or load-aware baseline behind the same admission, to separate routing from admission. */
+const GATED: Variant[] = (['verl-sticky', 'sglang-cache-aware', 'llmd-weighted', 'dynamo-cost'] as const).map((policy) => ({
+  label: `${policy} + admission`,
+  policy,
+  gated: true,
+}));
+
+/** Throughput per variant label, per workload × capacity × seed, for the summary. */
+const summary = new Map<string, Map<string, number>>();
+
+function runTable(s: Scenario, label: string, capacity: number, bounds: Bounds, variants: Variant[], key: string): void {
+  const rows: string[][] = [];
+  let sticky = 0;
+  const tput = summary.get(key) ?? new Map<string, number>();
+  summary.set(key, tput);
+  for (const v of variants) {
+    const r = simulate({
+      workload: s.workload,
+      preset: s.preset,
+      policy: createPolicy(v.policy),
+      instances: s.instances,
+      kvCapacityTokens: capacity,
+      gate: v.gated ? KV_GATE_DEFAULTS : undefined,
+    });
+    if (v.policy === 'verl-sticky' && !v.gated) sticky = r.throughput;
+    tput.set(v.label, r.throughput);
+    rows.push([
+      v.label,
+      r.throughput.toFixed(0),
+      sticky > 0 ? (r.throughput / sticky).toFixed(2) : '',
+      r.episodesPerHour.toFixed(0),
+      r.makespan.toFixed(0),
+      (r.makespan / bounds.makespanBound).toFixed(2),
+      (100 * r.hitRate).toFixed(1),
+      bounds.hitRateCeiling > 0 ? (r.hitRate / bounds.hitRateCeiling).toFixed(2) : '',
+      (100 * (r.expectedCachedTokens / r.promptTokens)).toFixed(1),
+      r.latencyP50.toFixed(1),
+      r.latencyP99.toFixed(1),
+      r.meanRouterWait.toFixed(1),
+      r.kvImbalance.toFixed(2),
+      String(r.migrations),
+      (r.forfeitedTokens / 1e6).toFixed(1),
+    ]);
+  }
+  const eps = s.workload.kind === 'closed' ? 'episodes/h' : 'requests/h';
+  console.log(`\n${label}`);
+  console.log(table(['policy', 'out tok/s', '×sticky', eps, 'makespan s', '×bound', 'hit %', '×ceiling', 'est hit %', 'p50 s', 'p99 s', 'wait s', 'KV imbal', 'migrations', 'forfeit Mtok'], rows));
+}
+
+function runScenario(s: Scenario, withGatedBaselines: boolean): void {
   console.log(`\n## ${s.workload.description}`);
   console.log(`   ${s.preset.name} preset, ${s.instances} instances, ${s.workload.blockSize}-token blocks`);
   for (const [label, capacity] of s.capacities) {
@@ -45,30 +110,34 @@ function runScenario(s: Scenario): void {
       `\n### ${label}: ${(capacity / 1000).toFixed(0)}k KV tokens per instance — bounds: hit-rate ceiling ${(100 * bounds.hitRateCeiling).toFixed(1)}%, ` +
         `work ${bounds.workBound.toFixed(0)} s, critical path ${bounds.criticalPath.toFixed(0)} s`,
     );
+    const key = `${s.workload.name} ${label} seed ${s.seed}`;
+    runTable(s, 'as shipped (×sticky: against verl-sticky as shipped)', capacity, bounds, SHIPPED, key);
+    if (withGatedBaselines) runTable(s, "baselines behind the router's admission (routing vs admission)", capacity, bounds, GATED, key);
+  }
+}
+
+/** Per seed and capacity: ours against the best baseline as shipped and behind the same admission. */
+function printSummary(seeds: number[], labels: string[]): void {
+  console.log('\n## Summary: ours against the best baseline (out tok/s), per seed');
+  for (const label of labels) {
     const rows: string[][] = [];
-    let sticky = 0;
-    for (const name of POLICY_NAMES) {
-      const r = simulate({ workload: s.workload, preset: s.preset, policy: createPolicy(name), instances: s.instances, kvCapacityTokens: capacity });
-      if (name === 'verl-sticky') sticky = r.throughput;
-      rows.push([
-        name,
-        r.throughput.toFixed(0),
-        sticky > 0 ? (r.throughput / sticky).toFixed(2) : '',
-        r.episodesPerHour.toFixed(0),
-        r.makespan.toFixed(0),
-        (r.makespan / bounds.makespanBound).toFixed(2),
-        (100 * r.hitRate).toFixed(1),
-        bounds.hitRateCeiling > 0 ? (r.hitRate / bounds.hitRateCeiling).toFixed(2) : '',
-        (100 * (r.expectedCachedTokens / r.promptTokens)).toFixed(1),
-        r.latencyP50.toFixed(1),
-        r.latencyP99.toFixed(1),
-        r.kvImbalance.toFixed(2),
-        String(r.migrations),
-        (r.forfeitedTokens / 1e6).toFixed(1),
-      ]);
+    const ratios = { shipped: [] as number[], gated: [] as number[], sticky: [] as number[] };
+    for (const seed of seeds) {
+      const t = summary.get(`agent-batch ${label} seed ${seed}`);
+      if (!t) continue;
+      const ours = t.get('ours')!;
+      const best = (labels: string[]) => labels.reduce((b, l) => ((t.get(l) ?? 0) > (t.get(b) ?? 0) ? l : b));
+      const shipped = best(SHIPPED.filter((v) => v.policy !== 'ours').map((v) => v.label));
+      const gated = best(GATED.map((v) => v.label));
+      ratios.shipped.push(ours / t.get(shipped)!);
+      ratios.gated.push(ours / t.get(gated)!);
+      ratios.sticky.push(ours / t.get('verl-sticky')!);
+      rows.push([String(seed), ours.toFixed(0), (ours / t.get('verl-sticky')!).toFixed(2), `${shipped} ${t.get(shipped)!.toFixed(0)}`, (ours / t.get(shipped)!).toFixed(3), `${gated} ${t.get(gated)!.toFixed(0)}`, (ours / t.get(gated)!).toFixed(3)]);
     }
-    const eps = s.workload.kind === 'closed' ? 'episodes/h' : 'requests/h';
-    console.log(table(['policy', 'out tok/s', '×sticky', eps, 'makespan s', '×bound', 'hit %', '×ceiling', 'est hit %', 'p50 s', 'p99 s', 'KV imbal', 'migrations', 'forfeit Mtok'], rows));
+    const mean = (x: number[]) => (x.reduce((a, b) => a + b, 0) / x.length).toFixed(3);
+    rows.push(['mean', '', mean(ratios.sticky), '', mean(ratios.shipped), '', mean(ratios.gated)]);
+    console.log(`\n${label}`);
+    console.log(table(['seed', 'ours', '×sticky', 'best baseline as shipped', 'ours ×', 'best baseline + admission', 'ours ×'], rows));
   }
 }
 
@@ -92,21 +161,36 @@ function routerCost(print: boolean): void {
     healthy: true,
   }));
   const prompts = Array.from({ length: chains }, (_, c) => Array.from({ length: promptTokens }, (_, i) => (c * 7919 + i * 31) % 150_000));
-  for (const name of ['ours', 'sglang-cache-aware', 'dynamo-cost'] as const) {
+  const variants = [
+    { label: 'ours + admission', name: 'ours', gated: true },
+    { label: 'ours', name: 'ours', gated: false },
+    { label: 'sglang-cache-aware', name: 'sglang-cache-aware', gated: false },
+    { label: 'dynamo-cost', name: 'dynamo-cost', gated: false },
+  ] as const;
+  for (const { label, name, gated } of variants) {
     const policy = createPolicy(name);
     const hasher = new IncrementalHasher();
     const index = new PrefixIndex(hasher.blockSize);
     for (const v of views) index.setCapacity(v.name, v.kvCapacityTokens);
+    // The admission check of every call, with every chain's previous turn reserved.
+    const gate = gated ? new KvGate() : undefined;
     let hashing = 0;
     let routing = 0;
     for (let c = 0; c < chains; c++) {
       // The previous turn: hashed and routed before the timed one.
       const previous = prompts[c]!.slice(0, promptTokens - turnTokens);
-      index.insert(`i${c % instances}`, hasher.hashes(`c${c}`, previous));
+      const home = `i${c % instances}`;
+      index.insert(home, hasher.hashes(`c${c}`, previous));
+      const before = { chainId: `c${c}`, blocks: [], blockSize: hasher.blockSize, promptTokens: previous.length, expectedOutputTokens: 256 };
+      gate?.placed(before, home, 0);
+      gate?.ended(before, home, 1, previous.length + 256);
       const t0 = performance.now();
       const blocks = hasher.hashes(`c${c}`, prompts[c]!);
       const t1 = performance.now();
-      const decision = policy.route({ chainId: `c${c}`, blocks, blockSize: hasher.blockSize, promptTokens, expectedOutputTokens: 256 }, views, index);
+      const request = { chainId: `c${c}`, blocks, blockSize: hasher.blockSize, promptTokens, expectedOutputTokens: 256 };
+      const offered = gate ? gate.admissible(request, views, 2) : views;
+      const decision = policy.route(request, offered.length > 0 ? offered : views, index);
+      gate?.placed(request, decision.instance, 2);
       index.insert(decision.instance, blocks);
       const t2 = performance.now();
       hashing += t1 - t0;
@@ -115,8 +199,8 @@ function routerCost(print: boolean): void {
     const per = (hashing + routing) / chains / 1000;
     if (!print) continue;
     console.log(
-      `${name.padEnd(20)} ${(1 / per).toFixed(0).padStart(7)} decisions/s  (${(per * 1e6).toFixed(0)} µs each: ` +
-        `${((hashing / chains) * 1000).toFixed(0)} µs incremental hashing of the new 1k tokens, ${((routing / chains) * 1000).toFixed(0)} µs lookups on 8 instances + index insert)`,
+      `${label.padEnd(20)} ${(1 / per).toFixed(0).padStart(7)} decisions/s  (${(per * 1e6).toFixed(0)} µs each: ` +
+        `${((hashing / chains) * 1000).toFixed(0)} µs incremental hashing of the new 1k tokens, ${((routing / chains) * 1000).toFixed(0)} µs ${gate ? 'admission + ' : ''}lookups on 8 instances + index insert)`,
     );
   }
   if (!print) return;
@@ -137,20 +221,17 @@ const capacities: [string, number][] = [
   ['ample', preset.kvCapacityTokens * 4],
 ];
 // 256-token blocks in the simulation keep the run within minutes (the router's default is 64).
-runScenario({
-  workload: agentBatch({ seed, tasks, samplesPerTask: samples, blockSize: 256 }),
-  preset,
-  instances: 8,
-  capacities,
-});
+// Every seed at scarce and preset capacity (the target's settings); ample memory on the first seed.
+for (const seed of seeds) {
+  runScenario(
+    { workload: agentBatch({ seed, tasks, samplesPerTask: samples, blockSize: 256 }), seed, preset, instances: 8, capacities: seed === seeds[0] ? capacities : capacities.slice(0, 2) },
+    true,
+  );
+}
+printSummary(seeds, ['scarce', 'preset']);
 if (existsSync(tracePath)) {
   // The trace is light for 8 instances: replayed 4× faster on 4 instances so routing matters.
-  runScenario({
-    workload: loadMooncake(tracePath, { timeScale: 0.25 }),
-    preset,
-    instances: 4,
-    capacities,
-  });
+  runScenario({ workload: loadMooncake(tracePath, { timeScale: 0.25 }), seed: 0, preset, instances: 4, capacities }, false);
 } else {
   console.log(`\n(no Mooncake trace at ${tracePath}; set BENCH_TRACE)`);
 }

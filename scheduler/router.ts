@@ -1,9 +1,10 @@
 import { HomePolicy } from './home-policy.js';
 import { InstanceRegistry, REGISTRY_DEFAULTS, type InFlightCall, type RegisteredInstance, type RegistryOptions } from './registry.js';
 import { IncrementalHasher, DEFAULT_BLOCK_SIZE } from './routing/block-hash.js';
+import { KvGate, KV_GATE_DEFAULTS, type KvGateOptions } from './routing/kv-gate.js';
 import { createPolicy, POLICY_NAMES, type PolicyName, type PolicyOptionsByName } from './routing/policies/index.js';
 import { PrefixIndex } from './routing/prefix-index.js';
-import type { BlockHash, PrefixLookup, RouteDecision, RouteRequest, RoutingPolicy } from './routing/types.js';
+import type { BlockHash, InstanceView, PrefixLookup, RouteDecision, RouteRequest, RoutingPolicy } from './routing/types.js';
 
 /** What a prefix index may take from the router beyond lookups; the router feeds what it has. */
 export interface PrefixIndexUpdates {
@@ -25,6 +26,19 @@ export interface RouterOptions {
   blockHashes?: (chainId: string, tokens: readonly number[]) => readonly BlockHash[];
   /** Engines one generation may be sent to, the first included, before its failure is final. Default 3. */
   maxAttempts?: number;
+  /**
+   * Token-level admission (`acquire` holds a call that fits no instance's KV memory until one has
+   * room). Default none: `acquire` places every call at once.
+   */
+  gate?: KvGateOptions;
+  /** Clock in ms (the gate's waits and reservations). Default `Date.now`. */
+  now?: () => number;
+}
+
+/** A call `acquire` holds until the gate lets it through. */
+interface Waiter {
+  call: RouteCall;
+  resolve: (placement: Placement | undefined) => void;
 }
 
 /** One model call to place. */
@@ -55,6 +69,10 @@ export class Router {
   readonly maxAttempts: number;
   private readonly blockSize: number;
   private readonly blockHashes: (chainId: string, tokens: readonly number[]) => readonly BlockHash[];
+  private readonly gate: KvGate<Waiter> | undefined;
+  private readonly now: () => number;
+  /** Wakes the gate at its next deadline while calls wait. */
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly registry: InstanceRegistry,
@@ -65,10 +83,18 @@ export class Router {
     this.blockSize = options.blockSize ?? DEFAULT_BLOCK_SIZE;
     this.blockHashes = options.blockHashes ?? (() => []);
     this.maxAttempts = options.maxAttempts ?? 3;
+    this.gate = options.gate ? new KvGate(options.gate) : undefined;
+    this.now = options.now ?? Date.now;
     registry.onDown((instance) => {
       policy.onInstanceDown?.(instance);
       prefix.dropInstance?.(instance);
+      this.gate?.dropInstance(instance);
     });
+  }
+
+  /** Calls `acquire` holds for want of KV memory. */
+  get waiting(): number {
+    return this.gate?.waiting ?? 0;
   }
 
   /** Starts the registry's health checks and metrics scrapes. */
@@ -76,18 +102,61 @@ export class Router {
     this.registry.start();
   }
 
+  /** Stops the registry; calls still waiting get no instance. */
   close(): Promise<void> {
+    clearTimeout(this.timer);
+    for (const held of [...(this.gate?.waitingCalls() ?? [])]) {
+      this.gate!.cancel(held);
+      held.payload.resolve(undefined);
+    }
     return this.registry.close();
   }
 
   /**
+   * A call's first placement. With a gate, a call that fits no healthy instance's KV memory waits
+   * until one has room (a call ends, an idle chain's reservation lapses) or the gate's `maxWaitMs`
+   * passes; an abort of `signal` ends the wait with undefined, as does having no healthy instance.
+   */
+  acquire(call: RouteCall, signal?: AbortSignal): Promise<Placement | undefined> {
+    const candidates = this.healthy(new Set());
+    if (candidates.length === 0 || signal?.aborted) return Promise.resolve(undefined);
+    const request = this.request(call);
+    const gate = this.gate;
+    if (!gate) return Promise.resolve(this.commit(call, request, candidates));
+    const fits = gate.admissible(request, candidates, this.now());
+    if (fits.length > 0) return Promise.resolve(this.commit(call, request, fits));
+    return new Promise((resolve) => {
+      const onAbort = (): void => {
+        if (gate.cancel(held)) resolve(undefined);
+      };
+      const held = gate.hold(request, this.now(), {
+        call,
+        resolve: (placement) => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(placement);
+        },
+      });
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.arm();
+    });
+  }
+
+  /**
    * Chooses a healthy instance not in `exclude` (those the call already failed on) and counts the
-   * call there; undefined when there is none.
+   * call there, at once (a failover: the call was admitted already); undefined when there is none.
    */
   place(call: RouteCall, exclude: ReadonlySet<string> = new Set()): Placement | undefined {
-    const candidates = this.registry.views().filter((v) => v.healthy && !exclude.has(v.name));
+    const candidates = this.healthy(exclude);
     if (candidates.length === 0) return undefined;
-    const request: RouteRequest = {
+    return this.commit(call, this.request(call), candidates);
+  }
+
+  private healthy(exclude: ReadonlySet<string>): InstanceView[] {
+    return this.registry.views().filter((v) => v.healthy && !exclude.has(v.name));
+  }
+
+  private request(call: RouteCall): RouteRequest {
+    return {
       chainId: call.chainId,
       // Copied: a hasher may reuse its array for the chain's next call.
       blocks: [...this.blockHashes(call.chainId, call.promptIds)],
@@ -96,18 +165,22 @@ export class Router {
       expectedOutputTokens: call.expectedOutputTokens,
       home: call.home,
     };
+  }
+
+  private commit(call: RouteCall, request: RouteRequest, candidates: InstanceView[]): Placement {
     const decision = this.policy.route(request, candidates, this.prefix);
     if (!candidates.some((v) => v.name === decision.instance)) {
       throw new Error(`routing policy ${this.policy.name} chose ${decision.instance}, which it was not offered`);
     }
     this.prefix.insert?.(decision.instance, request.blocks);
+    this.gate?.placed(request, decision.instance, this.now());
     const inFlight = this.registry.begin(decision.instance, request.promptTokens + request.expectedOutputTokens);
     return { ...decision, request, promptIds: call.promptIds, inFlight };
   }
 
   /** The call ended on its instance (finished or aborted) with `sampledIds`, now cached there too. */
   finished(placement: Placement, sampledIds: readonly number[]): void {
-    this.release(placement);
+    this.release(placement, placement.request.promptTokens + sampledIds.length);
     if (this.prefix.insert && sampledIds.length > 0) {
       this.prefix.insert(placement.instance, this.blockHashes(placement.request.chainId, [...placement.promptIds, ...sampledIds]));
     }
@@ -118,15 +191,41 @@ export class Router {
    * checked at once: a live engine that failed one request is back as soon as its check passes.
    */
   failed(placement: Placement, engineDown: boolean): void {
-    this.release(placement);
+    this.release(placement, 0);
     if (!engineDown) return;
     this.registry.markDown(placement.instance);
     void this.registry.checkHealth(placement.instance);
   }
 
-  private release(placement: Placement): void {
+  private release(placement: Placement, cachedTokens: number): void {
     this.registry.end(placement.inFlight);
     this.policy.onFinished?.(placement.request, placement.instance);
+    if (!this.gate) return;
+    this.gate.ended(placement.request, placement.instance, this.now(), cachedTokens);
+    this.pump();
+  }
+
+  /** Lets waiting calls through that fit now. */
+  private pump(): void {
+    const gate = this.gate!;
+    if (gate.waiting === 0) return;
+    gate.pump(
+      this.now(),
+      () => this.healthy(new Set()),
+      (held, candidates) => held.payload.resolve(candidates.length > 0 ? this.commit(held.payload.call, held.request, candidates) : undefined),
+    );
+    this.arm();
+  }
+
+  /** Sets the wake-up for the gate's next deadline while calls wait. */
+  private arm(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const deadline = this.gate!.waiting > 0 ? this.gate!.nextDeadline() : undefined;
+    if (deadline === undefined) return;
+    // At least 1 ms: a deadline rounded into the past must not spin.
+    this.timer = setTimeout(() => this.pump(), Math.max(1, deadline - this.now()));
+    this.timer.unref();
   }
 }
 
@@ -144,6 +243,14 @@ export interface RoutingOptions extends Omit<RegistryOptions, 'now'> {
   blockSize?: number;
   /** Engines one generation may be sent to, the first included, before its failure is final. Default 3. */
   maxAttempts?: number;
+  /** Token-level admission of calls (routing/kv-gate.ts); every key optional. */
+  admission?: AdmissionGateOptions;
+}
+
+/** The router's token-level admission in configuration. */
+export interface AdmissionGateOptions extends Omit<KvGateOptions, 'maxChains'> {
+  /** Whether calls that fit no instance's KV memory wait in the router. Default true. */
+  enabled?: boolean;
 }
 
 export const ROUTING_DEFAULTS = {
@@ -151,11 +258,22 @@ export const ROUTING_DEFAULTS = {
   policy: 'ours',
   blockSize: DEFAULT_BLOCK_SIZE,
   maxAttempts: 3,
+  admission: {
+    enabled: true,
+    fillFraction: KV_GATE_DEFAULTS.fillFraction,
+    arrivalHeadroom: KV_GATE_DEFAULTS.arrivalHeadroom,
+    idleTtlMs: KV_GATE_DEFAULTS.idleTtlMs,
+    maxWaitMs: KV_GATE_DEFAULTS.maxWaitMs,
+  },
 } as const satisfies Required<Omit<RoutingOptions, 'policyOptions'>>;
 
-/** A router: the named policy, a prefix index bounded by each instance's KV capacity, health checks and metrics. */
+/**
+ * A router: the named policy, a prefix index bounded by each instance's KV capacity, token-level
+ * admission (unless disabled), health checks and metrics.
+ */
 export function createRouter(instances: readonly RegisteredInstance[], options: RoutingOptions = {}): Router {
-  const { policy, policyOptions, blockSize, maxAttempts, ...registryOptions } = { ...ROUTING_DEFAULTS, ...options };
+  const { policy, policyOptions, blockSize, maxAttempts, admission, ...registryOptions } = { ...ROUTING_DEFAULTS, ...options };
+  const { enabled, ...gate } = { ...ROUTING_DEFAULTS.admission, ...admission };
   const index = new PrefixIndex(blockSize);
   for (const i of instances) if (i.kvCapacityTokens !== undefined) index.setCapacity(i.name, i.kvCapacityTokens);
   const hasher = new IncrementalHasher({ blockSize });
@@ -163,6 +281,6 @@ export function createRouter(instances: readonly RegisteredInstance[], options: 
     new InstanceRegistry(instances, registryOptions),
     policy === 'home' ? new HomePolicy() : createPolicy(policy, (policyOptions ?? {}) as PolicyOptionsByName[PolicyName]),
     index,
-    { blockSize, maxAttempts, blockHashes: (chainId, ids) => hasher.hashes(chainId, ids) },
+    { blockSize, maxAttempts, blockHashes: (chainId, ids) => hasher.hashes(chainId, ids), gate: enabled ? gate : undefined },
   );
 }

@@ -159,6 +159,21 @@ export const ConfigSchema = z
         metricsMaxAgeMs: z.number().int().positive().default(ROUTING_DEFAULTS.metricsMaxAgeMs),
         /** Timeout of one health check or scrape, ms. Default 1000. */
         probeTimeoutMs: z.number().int().positive().default(ROUTING_DEFAULTS.probeTimeoutMs),
+        /** Token-level admission: calls that fit no engine's KV memory wait in the router. */
+        admission: z
+          .object({
+            /** Whether the router holds calls that fit no engine's KV memory. Default true. */
+            enabled: z.boolean().default(ROUTING_DEFAULTS.admission.enabled),
+            /** Share of an engine's KV capacity its admitted chains' working sets may fill. Default 1. */
+            fillFraction: z.number().positive().default(ROUTING_DEFAULTS.admission.fillFraction),
+            /** Share of an engine's KV capacity a chain new to it must leave free for the growth of those there. Default 0.1. */
+            arrivalHeadroom: z.number().min(0).max(1).default(ROUTING_DEFAULTS.admission.arrivalHeadroom),
+            /** How long a chain with no call in flight keeps its memory reserved (its tool call), ms. Default 20000. */
+            idleTtlMs: z.number().int().positive().default(ROUTING_DEFAULTS.admission.idleTtlMs),
+            /** A held call is sent anyway after this long, ms. Default 600000. */
+            maxWaitMs: z.number().int().positive().default(ROUTING_DEFAULTS.admission.maxWaitMs),
+          })
+          .prefault({}),
       })
       .prefault({}),
   })

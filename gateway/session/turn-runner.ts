@@ -97,7 +97,8 @@ async function reserve(session: GatewaySession, input: TurnInput): Promise<Reser
 const NO_USAGE: TurnUsage = { promptTokens: 0, completionTokens: 0, cachedTokens: 0 };
 
 /**
- * Generates on the instance the router chooses. An engine that fails (unreachable, 5xx) before any
+ * Generates on the instance the router chooses (waiting, when every engine's KV memory is
+ * claimed, until one has room). An engine that fails (unreachable, 5xx) before any
  * token went to `onTokens` (the client's stream) is taken out and the call sent to another healthy
  * one with the same token ids: it only loses its cached prefix. Once tokens streamed, a failure is
  * final.
@@ -111,7 +112,14 @@ async function generateRouted(
   const tried = new Set<string>();
   let failure: unknown;
   for (;;) {
-    const placement = tried.size < deps.router.maxAttempts ? deps.router.place(call, tried) : undefined;
+    // The first placement may wait for KV memory; a failover goes at once (the call was admitted).
+    const placement =
+      tried.size === 0
+        ? await deps.router.acquire(call, request.signal)
+        : tried.size < deps.router.maxAttempts
+          ? deps.router.place(call, tried)
+          : undefined;
+    if (!placement && request.signal?.aborted) return { ids: [], logprobs: [], finishReason: 'abort', promptTokens: call.promptIds.length, cachedTokens: 0 };
     // After a failover, the last engine's error says more than the lack of another engine.
     if (!placement) throw failure ?? new BackendError('no healthy engine instance to generate on', 503);
     let streamed = false;

@@ -20,6 +20,12 @@ export interface InstanceView {
   inFlightTokens: number;
   /** Requests waiting in the engine's queue (engine metrics), 0 when unknown. */
   queuedRequests: number;
+  /**
+   * Set only when the router admits calls by tokens (routing/kv-gate.ts): the KV tokens reserved
+   * on the instance for the working sets of other admitted chains. A view offered with it has
+   * room for the call, so a policy need not check memory again.
+   */
+  kvReservedTokens?: number;
   /** Healthy instances only are offered to policies; kept for completeness of the view. */
   healthy: boolean;
 }

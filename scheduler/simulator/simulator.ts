@@ -6,6 +6,7 @@
  * engine metrics a real router can scrape (KV usage, queue length) plus the router's own counts.
  */
 import { PrefixIndex } from '../routing/prefix-index.js';
+import { KvGate, type KvGateOptions } from '../routing/kv-gate.js';
 import type { InstanceView, RouteRequest, RoutingPolicy } from '../routing/types.js';
 import { SimInstance, type EngineOptions, type SimRequest } from './engine.js';
 import { EventHeap } from './heap.js';
@@ -21,6 +22,11 @@ export interface SimulationOptions {
   /** KV capacity of each instance, tokens. Default the preset's. */
   kvCapacityTokens?: number;
   engine?: EngineOptions;
+  /**
+   * Token-level admission in the router (routing/kv-gate.ts), as the gateway's router applies it.
+   * Default none: every call is routed when released.
+   */
+  gate?: KvGateOptions;
 }
 
 export interface SimulationResult {
@@ -49,9 +55,24 @@ export interface SimulationResult {
   migrations: number;
   /** Prompt tokens cached on the previous instance but not on the new one, summed over migrations. */
   forfeitedTokens: number;
+  /** Calls the gate held before routing them. */
+  heldCalls: number;
+  /** Mean time from a call's release to its routing (the gate's wait), seconds. */
+  meanRouterWait: number;
 }
 
-type SimEvent = { kind: 'release'; episode: number; turn: number } | { kind: 'step'; instance: number; version: number };
+type SimEvent =
+  | { kind: 'release'; episode: number; turn: number }
+  | { kind: 'step'; instance: number; version: number }
+  /** The gate's next deadline (a reservation lapses, a wait runs out), in the gate's ms. */
+  | { kind: 'wake'; at: number; atMs: number };
+
+/** A released turn, routed at once or held by the gate. */
+interface Released {
+  episode: number;
+  turn: number;
+  released: number;
+}
 
 export function simulate(options: SimulationOptions): SimulationResult {
   const { workload, preset, policy } = options;
@@ -73,6 +94,12 @@ export function simulate(options: SimulationOptions): SimulationResult {
   /** chain → instance of its previous call (Mooncake sessions span several episodes). */
   const lastInstance = new Map<string, number>();
   const routed = new Map<number, RouteRequest>();
+  const gate = options.gate ? new KvGate<Released>(options.gate) : undefined;
+  let held = 0;
+  let routerWait = 0;
+  /** Time of the earliest wake event pending (Infinity when none). */
+  let nextWake = Infinity;
+  let freed = false;
   const heap = new EventHeap<SimEvent>();
   workload.episodes.forEach((ep, e) => heap.push(ep.start, { kind: 'release', episode: e, turn: 0 }));
   const t0 = heap.peekTime();
@@ -113,6 +140,7 @@ export function simulate(options: SimulationOptions): SimulationResult {
     inFlightTokens[r.instance]! -= r.spec.promptTokens + r.spec.outputTokens;
     index.insert(e.name, r.spec.seq.slice(0, r.spec.kvBlocks));
     policy.onFinished?.(req, e.name);
+    gate?.ended(req, e.name, now * 1000, r.spec.promptTokens + r.spec.outputTokens);
     latencies.push(now - r.released);
     outputTokens += r.spec.outputTokens;
     cachedTokens += r.cachedTokens;
@@ -121,6 +149,49 @@ export function simulate(options: SimulationOptions): SimulationResult {
     if (workload.kind === 'closed' && r.turn + 1 < ep.turns.length) {
       heap.push(now + ep.delays[r.turn]!, { kind: 'release', episode: r.episode, turn: r.turn + 1 });
     }
+  };
+
+  /** Routes a released (or no longer held) call among `candidates` and sends it to its engine. */
+  const dispatch = (request: RouteRequest, call: Released, candidates: InstanceView[], now: number): void => {
+    const spec = workload.episodes[call.episode]!.turns[call.turn]!;
+    const chainId = request.chainId;
+    const decision = policy.route(request, candidates, index);
+    const target = engines.findIndex((e) => e.name === decision.instance);
+    if (target < 0 || !candidates.some((v) => v.name === decision.instance)) {
+      throw new Error(`policy ${policy.name} chose ${decision.instance}, which it was not offered`);
+    }
+    gate?.placed(request, decision.instance, now * 1000);
+    routerWait += now - call.released;
+    const prev = lastInstance.get(chainId);
+    if (prev !== undefined && prev !== target) {
+      migrations++;
+      forfeited += Math.max(0, engines[prev]!.cachedBlocks(spec) - engines[target]!.cachedBlocks(spec)) * bs;
+    }
+    lastInstance.set(chainId, target);
+    index.insert(decision.instance, request.blocks);
+    inFlightRequests[target]!++;
+    inFlightTokens[target]! += spec.promptTokens + spec.outputTokens;
+    const r: SimRequest = {
+      id: nextId++,
+      episode: call.episode,
+      turn: call.turn,
+      spec,
+      released: call.released,
+      instance: target,
+      cachedTokens: 0,
+      expectedCachedTokens: decision.expectedCachedTokens,
+      prefillLeft: spec.promptTokens,
+      generated: 0,
+      alloc: null,
+      finished: -1,
+    };
+    routed.set(r.id, request);
+    promptTokens += spec.promptTokens;
+    expectedCachedTokens += decision.expectedCachedTokens;
+    const e = engines[target]!;
+    e.enqueue(r);
+    if (!e.busy) schedule(e, e.advance(now).next);
+    else schedule(e, e.interrupt(now));
   };
 
   for (let ev = heap.pop(); ev; ev = heap.pop()) {
@@ -138,45 +209,37 @@ export function simulate(options: SimulationOptions): SimulationResult {
         promptTokens: spec.promptTokens,
         expectedOutputTokens: spec.outputTokens,
       };
-      const decision = policy.route(request, views(), index);
-      const target = engines.findIndex((e) => e.name === decision.instance);
-      if (target < 0) throw new Error(`policy ${policy.name} chose unknown instance ${decision.instance}`);
-      const prev = lastInstance.get(ep.chainId);
-      if (prev !== undefined && prev !== target) {
-        migrations++;
-        forfeited += Math.max(0, engines[prev]!.cachedBlocks(spec) - engines[target]!.cachedBlocks(spec)) * bs;
+      const call: Released = { episode: item.episode, turn: item.turn, released: now };
+      if (!gate) dispatch(request, call, views(), now);
+      else {
+        const candidates = gate.admissible(request, views(), now * 1000);
+        if (candidates.length > 0) dispatch(request, call, candidates, now);
+        else {
+          gate.hold(request, now * 1000, call);
+          held++;
+        }
       }
-      lastInstance.set(ep.chainId, target);
-      index.insert(decision.instance, request.blocks);
-      inFlightRequests[target]!++;
-      inFlightTokens[target]! += spec.promptTokens + spec.outputTokens;
-      const r: SimRequest = {
-        id: nextId++,
-        episode: item.episode,
-        turn: item.turn,
-        spec,
-        released: now,
-        instance: target,
-        cachedTokens: 0,
-        expectedCachedTokens: decision.expectedCachedTokens,
-        prefillLeft: spec.promptTokens,
-        generated: 0,
-        alloc: null,
-        finished: -1,
-      };
-      routed.set(r.id, request);
-      promptTokens += spec.promptTokens;
-      expectedCachedTokens += decision.expectedCachedTokens;
-      const e = engines[target]!;
-      e.enqueue(r);
-      if (!e.busy) schedule(e, e.advance(now).next);
-      else schedule(e, e.interrupt(now));
-    } else {
+    } else if (item.kind === 'wake') {
+      if (item.at === nextWake) nextWake = Infinity;
+        } else {
       const e = engines[item.instance]!;
       if (item.version !== e.version) continue;
       const { finished, next } = e.advance(now);
       for (const r of finished) finish(r, now);
       schedule(e, next);
+      freed = finished.length > 0;
+    }
+    // Room appears only when a call ends or a deadline passes.
+    if (gate && gate.waiting > 0 && (freed || item.kind === 'wake')) {
+      freed = false;
+      // The deadline itself on a wake-up: seconds → ms may round it to just before.
+      const nowMs = item.kind === 'wake' ? Math.max(now * 1000, item.atMs) : now * 1000;
+      gate.pump(nowMs, views, (c, candidates) => dispatch(c.request, c.payload, candidates, now));
+      const deadline = gate.nextDeadline();
+      if (deadline !== undefined && deadline / 1000 < nextWake) {
+        nextWake = Math.max(now, deadline / 1000);
+        heap.push(nextWake, { kind: 'wake', at: nextWake, atMs: deadline });
+      }
     }
     let max = -Infinity;
     let min = Infinity;
@@ -210,5 +273,7 @@ export function simulate(options: SimulationOptions): SimulationResult {
     kvImbalance: makespan > 0 ? imbalanceArea / makespan : 0,
     migrations,
     forfeitedTokens: forfeited,
+    heldCalls: held,
+    meanRouterWait: nextId > 0 ? routerWait / nextId : 0,
   };
 }

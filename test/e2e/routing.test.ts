@@ -4,7 +4,7 @@ import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
 import type { EngineInstance } from '../../gateway/server.js';
 import { createRouter, type Router } from '../../scheduler/router.js';
 import type { TrajectoryStore } from '../../trajectory/index.js';
-import { openTestSession, SHELL_TOOLS, startTestGateway, tempStore, widgetScript } from '../helpers/gateway.js';
+import { openTestSession, sessionInfo, SHELL_TOOLS, startTestGateway, tempStore, widgetScript } from '../helpers/gateway.js';
 import { testCodec } from '../helpers/stack.js';
 
 const FULL_KV = 16_384;
@@ -28,15 +28,15 @@ const closed = new Set<string>();
 let hog: AbortController;
 let store: TrajectoryStore;
 let router: Router;
-let place: MockInstance<Router['place']>;
+let place: MockInstance<Router['policy']['route']>;
 let gateway: FastifyInstance;
 let url: string;
 
-/** Instance of each placement the router made so far, by chain. */
+/** Instance of each placement the router made so far (first placements and failovers alike), by chain. */
 function placements(from = 0): { chainId: string; instance: string }[] {
-  return place.mock.calls.slice(from).flatMap(([call], i) => {
+  return place.mock.calls.slice(from).flatMap(([request], i) => {
     const result = place.mock.results[from + i]!;
-    return result.type === 'return' && result.value ? [{ chainId: call.chainId, instance: result.value.instance }] : [];
+    return result.type === 'return' ? [{ chainId: request.chainId, instance: result.value.instance }] : [];
   });
 }
 
@@ -96,7 +96,7 @@ beforeAll(async () => {
   // The production wiring (policy `ours`). Metrics stay usable for the whole test once scraped, and
   // no periodic health check runs after the first: only failed calls can take an engine out.
   router = createRouter(engines, { metricsMaxAgeMs: 10 * 60_000, healthIntervalMs: 10 * 60_000 });
-  place = vi.spyOn(router, 'place');
+  place = vi.spyOn(router.policy, 'route');
   store = tempStore('routing-');
   ({ gateway, url } = await startTestGateway(store, engines, router));
 
@@ -197,5 +197,97 @@ describe('routing generations across four engines', () => {
     expect(next).toHaveLength(episodes.length);
     for (const p of next) expect(p.instance).toBe(moves.get(p.chainId));
     expect(next.some((p) => p.instance === victim)).toBe(false);
+  });
+});
+
+describe("the router's token-level admission behind the gateway", () => {
+  /** Room for one call with up to 1,500 output tokens, not for two. */
+  const KV = 2_000;
+  let sim: EngineSim;
+  let gated: Router;
+  let gatedStore: TrajectoryStore;
+  let gatedGateway: FastifyInstance;
+  let gatedUrl: string;
+
+  beforeAll(async () => {
+    const codec = await testCodec();
+    // Slow enough that a long answer stays in flight until the test aborts it.
+    sim = await startEngineSim({ tokenizer: codec.tokenizer, script, timeScale: 10, kvCapacityTokens: 200_000 });
+    const engines: EngineInstance[] = [{ name: 'g0', kind: 'vllm', url: sim.url, kvCapacityTokens: KV }];
+    gated = createRouter(engines, { metricsMaxAgeMs: 10 * 60_000, healthIntervalMs: 10 * 60_000 });
+    gatedStore = tempStore('routing-gate-');
+    ({ gateway: gatedGateway, url: gatedUrl } = await startTestGateway(gatedStore, engines, gated));
+  });
+
+  afterAll(async () => {
+    await gatedGateway?.close();
+    await sim?.close();
+    gatedStore?.close();
+  });
+
+  it('holds a call while the engine is full and sends it once the call filling it ends', async () => {
+    const hogKey = await openTestSession(gatedUrl, 'hog', sessionInfo({ homeInstance: 'g0', sampling: { temperature: 1, topP: 1, maxTokens: 1_500 } }));
+    const hogAbort = new AbortController();
+    const hogReply = fetch(`${gatedUrl}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${hogKey}` },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'HOG-HOG-HOG' }], stream: true }),
+      signal: hogAbort.signal,
+    }).then((r) => r.arrayBuffer());
+    await vi.waitFor(() => expect(sim.stats().running).toBe(1));
+
+    const key = await openTestSession(gatedUrl, 'w0', sessionInfo({ homeInstance: 'g0', sampling: { temperature: 1, topP: 1, maxTokens: 1_000 } }));
+    let answered = false;
+    const reply = fetch(`${gatedUrl}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'Fix the widget please.' }], tools }),
+    }).then(async (r) => {
+      answered = true;
+      return { status: r.status, json: (await r.json()) as any };
+    });
+    // 1,500 + 1,000 output tokens reserved would overflow 2,000: the call waits in the router.
+    await vi.waitFor(() => expect(gated.waiting).toBe(1));
+    expect(answered).toBe(false);
+    expect(sim.stats().requestsReceived).toBe(1);
+
+    hogAbort.abort();
+    await hogReply.catch(() => {});
+    const { status, json } = await reply;
+    expect(status, JSON.stringify(json)).toBe(200);
+    expect(json.choices[0].message.tool_calls).toHaveLength(1);
+    expect(gated.waiting).toBe(0);
+    expect(sim.stats().requestsReceived).toBe(2);
+  });
+
+  it('gives up on a held call whose client went away', async () => {
+    const hogKey = await openTestSession(gatedUrl, 'hog2', sessionInfo({ homeInstance: 'g0', sampling: { temperature: 1, topP: 1, maxTokens: 1_500 } }));
+    const hogAbort = new AbortController();
+    const hogReply = fetch(`${gatedUrl}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${hogKey}` },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'HOG-HOG-HOG' }], stream: true }),
+      signal: hogAbort.signal,
+    }).then((r) => r.arrayBuffer());
+    await vi.waitFor(() => expect(sim.stats().running).toBe(1));
+    const received = sim.stats().requestsReceived;
+
+    const key = await openTestSession(gatedUrl, 'w1', sessionInfo({ homeInstance: 'g0', sampling: { temperature: 1, topP: 1, maxTokens: 1_000 } }));
+    const gone = new AbortController();
+    const reply = fetch(`${gatedUrl}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'Fix the widget please.' }], tools, stream: true }),
+      signal: gone.signal,
+    }).then((r) => r.arrayBuffer());
+    await vi.waitFor(() => expect(gated.waiting).toBe(1));
+    gone.abort();
+    await reply.catch(() => {});
+    await vi.waitFor(() => expect(gated.waiting).toBe(0));
+    hogAbort.abort();
+    await hogReply.catch(() => {});
+    await vi.waitFor(() => expect(sim.stats().running).toBe(0));
+    // The abandoned call never reached the engine.
+    expect(sim.stats().requestsReceived).toBe(received);
   });
 });

@@ -124,4 +124,58 @@ describe('router', () => {
     expect(moved.instance).toBe('a');
     expect(router.place({ chainId: 'k/0', promptIds: [1], expectedOutputTokens: 1 })!.instance).toBe('c');
   });
+
+  describe('with token-level admission', () => {
+    /** One instance of 10,000 KV tokens; calls of 5 prompt tokens and `output` expected. */
+    function gated(maxWaitMs = 600_000) {
+      const registry = new InstanceRegistry([instances[0]!]);
+      const router = new Router(registry, new RecordingPolicy(), new RecordingIndex(), { gate: { maxWaitMs, idleTtlMs: 600_000 } });
+      const big = (chainId: string): RouteCall => ({ chainId, promptIds: [1, 2, 3, 4, 5], expectedOutputTokens: 6_000 });
+      return { router, big };
+    }
+
+    it('holds a call that fits no instance until the call filling it ends', async () => {
+      const { router, big } = gated();
+      const first = (await router.acquire(big('s/0')))!;
+      expect(first.instance).toBe('a');
+      let second: unknown;
+      const waiting = router.acquire(big('t/0')).then((p) => (second = p));
+      await Promise.resolve();
+      expect(router.waiting).toBe(1);
+      expect(second).toBeUndefined();
+      // Failed: nothing stays cached for s/0, so its memory is free at once.
+      router.failed(first, false);
+      expect(router.waiting).toBe(0);
+      expect(await waiting).toMatchObject({ instance: 'a', request: { chainId: 't/0' } });
+    });
+
+    it('gives a held call up when its client aborts, and when the router closes', async () => {
+      const { router, big } = gated();
+      await router.acquire(big('s/0'));
+      const abort = new AbortController();
+      const aborted = router.acquire(big('t/0'), abort.signal);
+      const closed = router.acquire(big('u/0'));
+      expect(router.waiting).toBe(2);
+      abort.abort();
+      expect(await aborted).toBeUndefined();
+      expect(router.waiting).toBe(1);
+      await router.close();
+      expect(await closed).toBeUndefined();
+      expect(router.waiting).toBe(0);
+    });
+
+    it('sends a held call anyway once it waited maxWaitMs', async () => {
+      const { router, big } = gated(20);
+      await router.acquire(big('s/0'));
+      const late = await router.acquire(big('t/0'));
+      expect(late).toMatchObject({ instance: 'a' });
+      expect(router.waiting).toBe(0);
+    });
+
+    it('places a failover at once, admitted or not', async () => {
+      const { router, big } = gated();
+      await router.acquire(big('s/0'));
+      expect(router.place(big('t/0'))).toMatchObject({ instance: 'a' });
+    });
+  });
 });

@@ -16,12 +16,20 @@ export interface OursOptions {
    * first one went. Default 0.5.
    */
   minReuseFraction?: number;
+  /**
+   * Weight of the KV tokens the router's admission reserves for other chains on an instance
+   * (`kvReservedTokens`), in tokens of queued load: a chain that must be placed goes where
+   * memory is least claimed, so it is less likely to have to move again as contexts grow. Default 1.
+   */
+  reservedWeight?: number;
 }
 
 /**
  * Ours (spec "ours"): keep a chain on the instance holding its longest reusable prefix (when it is a
- * real share of the prompt) while that instance has free KV memory above a threshold; otherwise, or for a new chain, the instance of
- * lowest cost — prompt tokens to recompute there plus the token load already in flight — among
+ * real share of the prompt) while that instance has free KV memory above a threshold — or, behind
+ * the router's admission (kv-gate.ts), while admission offers it, since admission has checked the
+ * memory; otherwise, or for a new chain, the instance of lowest cost — prompt tokens to recompute
+ * there plus the token load in flight plus the memory other admitted chains claim — among
  * instances with room for the request (all of them if none has). Load and memory are counted in
  * tokens, not requests, because agent contexts differ by 100×.
  */
@@ -30,11 +38,13 @@ export class OursPolicy implements RoutingPolicy {
   private readonly minFree: number;
   private readonly prefillWeight: number;
   private readonly minReuse: number;
+  private readonly reservedWeight: number;
 
   constructor(options: OursOptions = {}) {
     this.minFree = options.minFreeFraction ?? 0.1;
     this.prefillWeight = options.prefillWeight ?? 2;
     this.minReuse = options.minReuseFraction ?? 0.5;
+    this.reservedWeight = options.reservedWeight ?? 1;
   }
 
   route(request: RouteRequest, instances: readonly InstanceView[], prefix: PrefixLookup): RouteDecision {
@@ -44,6 +54,8 @@ export class OursPolicy implements RoutingPolicy {
     for (let i = 0; i < instances.length; i++) if (matched[i]! > 0 && (holder < 0 || matched[i]! > matched[holder]!)) holder = i;
     if (holder >= 0 && matched[holder]! >= this.minReuse * request.promptTokens) {
       const v = instances[holder]!;
+      // An instance the router's admission offers has room for the chain already.
+      if (v.kvReservedTokens !== undefined) return this.decision(instances, holder, matched);
       const freeAfter = free(v) - (need - matched[holder]!);
       if (freeAfter >= this.minFree * v.kvCapacityTokens) return this.decision(instances, holder, matched);
     }
@@ -53,7 +65,7 @@ export class OursPolicy implements RoutingPolicy {
     let fallbackCost = Infinity;
     for (let i = 0; i < instances.length; i++) {
       const v = instances[i]!;
-      const cost = this.prefillWeight * (request.promptTokens - matched[i]!) + v.inFlightTokens;
+      const cost = this.prefillWeight * (request.promptTokens - matched[i]!) + v.inFlightTokens + this.reservedWeight * (v.kvReservedTokens ?? 0);
       if (cost < fallbackCost) {
         fallback = i;
         fallbackCost = cost;

@@ -159,4 +159,19 @@ describe('ours', () => {
     const vs = [view('a', { inFlightTokens: 120_000 }), view('b', { inFlightTokens: 110_000 })];
     expect(p.route(request(100), vs, none).instance).toBe('b');
   });
+
+  it("behind the router's admission: stays on the prefix holder it is offered, whatever its own memory check says", () => {
+    const p = createPolicy('ours');
+    // Without admission a would be left below 10% free (as in 'unbinds under memory pressure').
+    const vs = [view('a', { inFlightTokens: 92_000, kvUsedTokens: 60_000, kvReservedTokens: 80_000 }), view('b', { kvReservedTokens: 0 })];
+    expect(p.route(request(100), vs, holding({ a: 100 })).instance).toBe('a');
+  });
+
+  it('behind admission, places a chain without a reusable prefix where other chains claim the least memory', () => {
+    const p = createPolicy('ours');
+    const vs = [view('a', { inFlightTokens: 5_000, kvReservedTokens: 60_000 }), view('b', { inFlightTokens: 20_000, kvReservedTokens: 10_000 })];
+    // a: 2·6400 + 5000 + 60000; b: 2·6400 + 20000 + 10000.
+    expect(p.route(request(100), vs, none).instance).toBe('b');
+    expect(createPolicy('ours', { reservedWeight: 0 }).route(request(100), vs, none).instance).toBe('a');
+  });
 });

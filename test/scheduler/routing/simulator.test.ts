@@ -60,6 +60,22 @@ describe('simulator on a tiny agent batch', () => {
     expect(rr.forfeitedTokens).toBeGreaterThan(0);
   });
 
+  it("runs every policy behind the router's admission: all requests finish, and calls wait only when memory is short", () => {
+    for (const name of POLICY_NAMES) {
+      const run = (capacity: number) =>
+        simulate({ workload: tiny, preset: PRESETS['8b'], policy: createPolicy(name), instances: 2, kvCapacityTokens: capacity, gate: {} });
+      const scarce = run(8_000);
+      expect(scarce.requests, name).toBe(turns);
+      expect(scarce.outputTokens, name).toBe(outputs);
+      expect(scarce.heldCalls, name).toBeGreaterThan(0);
+      expect(scarce.meanRouterWait, name).toBeGreaterThan(0);
+      const ample = run(1_000_000);
+      expect(ample.requests, name).toBe(turns);
+      expect(ample.heldCalls, name).toBe(0);
+      expect(ample.meanRouterWait, name).toBe(0);
+    }
+  });
+
   it('rejects a workload whose calls cannot fit an instance', () => {
     expect(() => simulate({ workload: tiny, preset: PRESETS['8b'], policy: createPolicy('ours'), instances: 2, kvCapacityTokens: 1000 })).toThrow(/cannot fit/);
   });

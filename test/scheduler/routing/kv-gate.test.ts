@@ -1,0 +1,164 @@
+import { describe, expect, it } from 'vitest';
+import { KvGate } from '../../../scheduler/routing/kv-gate.js';
+import type { InstanceView, RouteRequest } from '../../../scheduler/routing/types.js';
+
+/** A view of an engine with work in flight (an idle one takes any call). */
+const view = (name: string, kvCapacityTokens = 1_000, inFlightRequests = 1): InstanceView => ({
+  name,
+  kvCapacityTokens,
+  kvUsedTokens: 0,
+  inFlightRequests,
+  inFlightTokens: 0,
+  queuedRequests: 0,
+  healthy: true,
+});
+
+/** A call of `chainId` needing `prompt + output` tokens of KV. */
+const call = (chainId: string, prompt: number, output = 100): RouteRequest => ({
+  chainId,
+  blocks: [],
+  blockSize: 64,
+  promptTokens: prompt,
+  expectedOutputTokens: output,
+});
+
+const names = (views: InstanceView[]) => views.map((v) => v.name);
+
+describe('KV gate', () => {
+  it('offers the instances where the call fits beside the chains ranked above it, with what they reserve', () => {
+    const gate = new KvGate({ arrivalHeadroom: 0 });
+    const a = view('a');
+    const b = view('b');
+    gate.placed(call('x', 500), 'a', 0); // 600 reserved on a
+    gate.placed(call('y', 100), 'b', 0); // 200 reserved on b
+    expect(names(gate.admissible(call('z', 300), [a, b], 0))).toEqual(['a', 'b']);
+    expect(names(gate.admissible(call('z', 400), [a, b], 0))).toEqual(['b']);
+    expect(gate.admissible(call('z', 400), [a, b], 0)[0]!.kvReservedTokens).toBe(200);
+    expect(gate.admissible(call('z', 900), [a, b], 0)).toEqual([]);
+  });
+
+  it('makes a chain new to an instance leave arrivalHeadroom free there; one already admitted there does not', () => {
+    const gate = new KvGate({ arrivalHeadroom: 0.1 });
+    const a = view('a');
+    gate.placed(call('x', 400), 'a', 0); // 500 reserved
+    // 500 + 450 fits 1,000 but not with 100 of headroom.
+    expect(gate.admissible(call('y', 350), [a], 0)).toEqual([]);
+    expect(names(gate.admissible(call('y', 300), [a], 0))).toEqual(['a']);
+    gate.placed(call('y', 300), 'a', 0);
+    gate.ended(call('y', 300), 'a', 1, 400);
+    // y grew to 450: it stays, using the headroom.
+    expect(names(gate.admissible(call('y', 350), [a], 2))).toEqual(['a']);
+  });
+
+  it('lets a chain alone on an instance through, however large, and any call onto an engine with nothing in flight', () => {
+    const gate = new KvGate();
+    expect(names(gate.admissible(call('big', 5_000), [view('a')], 0))).toEqual(['a']);
+    gate.placed(call('x', 900), 'a', 0);
+    gate.placed(call('x2', 900), 'b', 0);
+    expect(names(gate.admissible(call('y', 500), [view('a'), view('b', 1_000, 0)], 1))).toEqual(['b']);
+  });
+
+  it('stops keeping idle chains their memory once more reservations lapse than are come back to', () => {
+    const gate = new KvGate({ idleTtlMs: 100, arrivalHeadroom: 0 });
+    const a = view('a');
+    gate.placed(call('once', 300), 'a', 0);
+    gate.ended(call('once', 300), 'a', 1, 400);
+    expect(gate.reservedTokens('a')).toBe(400);
+    // It never comes back: its reservation lapses.
+    expect(names(gate.admissible(call('other', 100), [a], 200))).toEqual(['a']);
+    expect(gate.reservedTokens('a')).toBe(0);
+    gate.placed(call('next', 300), 'a', 200);
+    gate.ended(call('next', 300), 'a', 201, 400);
+    expect(gate.reservedTokens('a')).toBe(0);
+  });
+
+  it('keeps an older chain in place as contexts grow: the younger one no longer fits and must move or wait', () => {
+    const gate = new KvGate();
+    const a = view('a');
+    gate.placed(call('old', 300), 'a', 0);
+    gate.placed(call('young', 300), 'a', 0);
+    gate.ended(call('old', 300), 'a', 1, 400);
+    gate.ended(call('young', 300), 'a', 1, 400);
+    // Both grew: 700 + 400 would not fit. The older one's next call still does (the younger ranks below it).
+    expect(names(gate.admissible(call('old', 600), [a], 2))).toEqual(['a']);
+    gate.placed(call('old', 600), 'a', 2);
+    expect(gate.admissible(call('young', 450), [a], 3)).toEqual([]);
+    // Elsewhere it fits.
+    expect(names(gate.admissible(call('young', 450), [a, view('b')], 3))).toEqual(['b']);
+  });
+
+  it("frees an idle chain's reservation after idleTtlMs, never one with a call in flight", () => {
+    const gate = new KvGate({ idleTtlMs: 100 });
+    const a = view('a');
+    gate.placed(call('busy', 700), 'a', 0);
+    gate.placed(call('idle', 100), 'a', 0);
+    gate.ended(call('idle', 100), 'a', 10, 200);
+    expect(gate.reservedTokens('a')).toBe(1_000);
+    expect(gate.admissible(call('new', 50, 50), [a], 109)).toEqual([]);
+    expect(names(gate.admissible(call('new', 50, 50), [a], 110))).toEqual(['a']);
+    expect(gate.reservedTokens('a')).toBe(800);
+    expect(gate.admittedChains('a')).toBe(1);
+  });
+
+  it('releases held calls best rank first as room appears, and skips those that still do not fit', () => {
+    const gate = new KvGate<string>({ arrivalHeadroom: 0 });
+    const a = view('a');
+    gate.placed(call('running', 700), 'a', 0);
+    // Ranks are given on first sight: first, second, third.
+    expect(gate.admissible(call('first', 400), [a], 0)).toEqual([]);
+    expect(names(gate.admissible(call('second', 100), [a], 0))).toEqual(['a']);
+    expect(names(gate.admissible(call('third', 50), [a], 0))).toEqual(['a']);
+    gate.hold(call('third', 50), 1, 'third');
+    gate.hold(call('first', 400), 2, 'first');
+    gate.hold(call('second', 100), 3, 'second');
+    expect(gate.waitingCalls().map((c) => c.payload)).toEqual(['first', 'second', 'third']);
+
+    const sent: string[] = [];
+    const dispatch = (c: { payload: string; request: RouteRequest }, candidates: InstanceView[]) => {
+      sent.push(c.payload);
+      gate.placed(c.request, candidates[0]!.name, 5);
+    };
+    // 800 reserved: 'first' (500) does not fit, 'second' (200) does, then 'third' (150) does not.
+    gate.pump(5, () => [a], dispatch);
+    expect(sent).toEqual(['second']);
+    gate.ended(call('running', 700), 'a', 6, 0);
+    gate.pump(6, () => [a], dispatch);
+    expect(sent).toEqual(['second', 'first', 'third']);
+    expect(gate.waiting).toBe(0);
+  });
+
+  it('sends a call anyway once it waited maxWaitMs, on any instance offered', () => {
+    const gate = new KvGate<number>({ maxWaitMs: 1_000 });
+    const a = view('a');
+    gate.placed(call('running', 900), 'a', 0);
+    gate.hold(call('late', 500), 100, 1);
+    expect(gate.nextDeadline()).toBe(1_100);
+    const sent: InstanceView[][] = [];
+    gate.pump(1_099, () => [a], (_c, candidates) => sent.push(candidates));
+    expect(sent).toEqual([]);
+    gate.pump(1_100, () => [a], (_c, candidates) => sent.push(candidates));
+    expect(sent.map(names)).toEqual([['a']]);
+  });
+
+  it("a held chain gives up its idle reservation; a cancelled call is no longer handed out; a dead instance's reservations go", () => {
+    const gate = new KvGate<number>();
+    const a = view('a');
+    gate.placed(call('x', 300), 'a', 0);
+    gate.ended(call('x', 300), 'a', 1, 400);
+    const held = gate.hold(call('x', 900), 2, 1);
+    expect(gate.reservedTokens('a')).toBe(0);
+    expect(gate.cancel(held)).toBe(true);
+    expect(gate.cancel(held)).toBe(false);
+    gate.pump(3, () => [a], () => expect.unreachable());
+    gate.placed(call('y', 100), 'a', 4);
+    gate.dropInstance('a');
+    expect(gate.reservedTokens('a')).toBe(0);
+  });
+
+  it('a failed call (nothing cached) ends its chain reservation at once', () => {
+    const gate = new KvGate();
+    gate.placed(call('x', 300), 'a', 0);
+    gate.ended(call('x', 300), 'a', 1, 0);
+    expect(gate.reservedTokens('a')).toBe(0);
+  });
+});
