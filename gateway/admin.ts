@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { PolicyVersionError, type PolicyControl } from './policy/policy-control.js';
 import type { SessionManager } from './session/session-manager.js';
+import type { Router } from '../scheduler/router.js';
 
 const OpenSessionBody = z.object({
   sessionId: z.string().min(1),
@@ -46,7 +47,7 @@ function sameSecret(a: string, b: string): boolean {
  */
 export function registerAdminRoutes(
   app: FastifyInstance,
-  deps: { sessions: SessionManager; policy: PolicyControl; adminToken: string; instances: () => string[] },
+  deps: { sessions: SessionManager; policy: PolicyControl; router: Router; adminToken: string; instances: () => string[] },
 ): void {
   app.register(async (admin) => {
     admin.addHook('onRequest', async (request, reply) => {
@@ -68,6 +69,7 @@ export function registerAdminRoutes(
       if (!body.success) return reply.code(400).send({ error: { message: z.prettifyError(body.error), type: 'invalid_request_error' } });
       const summary = deps.sessions.close((request.params as { id: string }).id, body.data.reason);
       if (!summary) return reply.code(404).send({ error: { message: 'no such session', type: 'not_found_error' } });
+      deps.router.forgetSession(summary.sessionId);
       return summary;
     });
     admin.get('/admin/v1/policy', async () => deps.policy.current());

@@ -103,7 +103,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   app.get('/health', async () => ({ status: 'ok', sessions: 'ready' }));
   await app.register(protocolRoutes(deps));
   await app.register(protocolRoutes(deps), { prefix: '/s/:key' });
-  registerAdminRoutes(app, { sessions, policy, adminToken: options.adminToken, instances: () => [...backends.keys()] });
+  registerAdminRoutes(app, { sessions, policy, router, adminToken: options.adminToken, instances: () => [...backends.keys()] });
   router.start();
   return app;
 }

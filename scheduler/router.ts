@@ -197,6 +197,16 @@ export class Router {
     void this.registry.checkHealth(placement.instance);
   }
 
+  /**
+   * The session's chains (ids `<sessionId>/<chain>`) will make no more calls: admission frees the
+   * memory they kept reserved for their next turn and lets waiting calls through.
+   */
+  forgetSession(sessionId: string): void {
+    if (!this.gate) return;
+    this.gate.forgetChains(routeChainId(sessionId, ''));
+    this.pump();
+  }
+
   private release(placement: Placement, cachedTokens: number): void {
     this.registry.end(placement.inFlight);
     this.policy.onFinished?.(placement.request, placement.instance);
@@ -227,6 +237,11 @@ export class Router {
     this.timer = setTimeout(() => this.pump(), Math.max(1, deadline - this.now()));
     this.timer.unref();
   }
+}
+
+/** The id a session's chain is routed under; sticky policies and admission key on it. */
+export function routeChainId(sessionId: string, chainIndex: number | ''): string {
+  return `${sessionId}/${chainIndex}`;
 }
 
 /** The benchmarked policies (scheduler/routing/policies) and `home` (scheduler/home-policy.ts). */

@@ -1,6 +1,6 @@
 import { canonicalKey, type ChatMessage, type Codec, type ParsedTurn, type ToolSpec } from '../codec/index.js';
 import type { TrajectoryStore } from '../../trajectory/index.js';
-import type { RouteCall, Router } from '../../scheduler/router.js';
+import { routeChainId, type RouteCall, type Router } from '../../scheduler/router.js';
 import { BackendError, type Backend, type GenerateRequest, type GenerateResult } from '../backends/backend.js';
 import { generateResumable, type PolicyGate } from '../policy/resumable.js';
 import { toolsKeyOf, type Chain } from './chain.js';
@@ -177,7 +177,7 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
     const maxTokens = Math.min(input.maxTokens ?? sampling.maxTokens, room);
     const result = await generateResumable(
       deps.policy,
-      { chainId: `${session.record.sessionId}/${chain.index}`, promptIds: prompt, expectedOutputTokens: maxTokens, home: homeInstance },
+      { chainId: routeChainId(session.record.sessionId, chain.index), promptIds: prompt, expectedOutputTokens: maxTokens, home: homeInstance },
       {
         promptIds: prompt,
         maxTokens,

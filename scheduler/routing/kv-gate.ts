@@ -233,6 +233,17 @@ export class KvGate<T = unknown> {
   }
 
   /** The instance went down: its reservations are void (its chains start over elsewhere). */
+  /**
+   * The chains whose ids start with `prefix` are over (their session closed): their idle
+   * reservations free their memory now instead of after `idleTtlMs`. A call still in flight keeps
+   * its reservation until it ends.
+   */
+  forgetChains(prefix: string): void {
+    for (const r of [...this.reservations.values()]) {
+      if (r.inFlight === 0 && r.chainId.startsWith(prefix)) this.drop(r);
+    }
+  }
+
   dropInstance(instance: string): void {
     for (const r of this.byInstance.get(instance) ?? []) this.reservations.delete(r.chainId);
     this.byInstance.delete(instance);

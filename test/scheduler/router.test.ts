@@ -149,6 +149,19 @@ describe('router', () => {
       expect(await waiting).toMatchObject({ instance: 'a', request: { chainId: 't/0' } });
     });
 
+    it("lets a held call through when the session whose idle chain holds the memory closes", async () => {
+      const { router, big } = gated();
+      const first = (await router.acquire(big('s/0')))!;
+      router.finished(first, new Array<number>(5_000).fill(7));
+      await router.acquire({ chainId: 'u/0', promptIds: [1, 2, 3, 4, 5], expectedOutputTokens: 10 });
+      const waiting = router.acquire(big('t/0'));
+      await Promise.resolve();
+      expect(router.waiting).toBe(1);
+      router.forgetSession('s');
+      expect(router.waiting).toBe(0);
+      expect(await waiting).toMatchObject({ instance: 'a', request: { chainId: 't/0' } });
+    });
+
     it('gives a held call up when its client aborts, and when the router closes', async () => {
       const { router, big } = gated();
       await router.acquire(big('s/0'));

@@ -100,6 +100,19 @@ describe('KV gate', () => {
     expect(gate.admittedChains('a')).toBe(1);
   });
 
+  it("frees a closed session's idle reservations at once, not those of other sessions or a call in flight", () => {
+    const gate = new KvGate({ idleTtlMs: 60_000 });
+    gate.placed(call('s1/0', 300), 'a', 0);
+    gate.ended(call('s1/0', 300), 'a', 10, 400);
+    gate.placed(call('s1/1', 100), 'a', 0);
+    gate.placed(call('s10/0', 200), 'a', 0);
+    gate.ended(call('s10/0', 200), 'a', 10, 300);
+    expect(gate.reservedTokens('a')).toBe(400 + 200 + 300);
+    gate.forgetChains('s1/');
+    expect(gate.reservedTokens('a')).toBe(200 + 300);
+    expect(gate.admittedChains('a')).toBe(2);
+  });
+
   it('releases held calls best rank first as room appears, and skips those that still do not fit', () => {
     const gate = new KvGate<string>({ arrivalHeadroom: 0 });
     const a = view('a');
