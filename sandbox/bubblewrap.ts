@@ -102,9 +102,12 @@ export interface BubblewrapProviderOptions {
   mountRoot?: string;
 }
 
+/** Where the default mount roots of all providers on this host live. */
+const MOUNT_BASE = '/run/agent-rollout';
+
 /** The default `mountRoot` of a provider whose root directory is `rootDir`. */
 export function defaultMountRoot(rootDir: string): string {
-  return join('/run/agent-rollout', rootKeyOf(resolve(rootDir)));
+  return join(MOUNT_BASE, rootKeyOf(resolve(rootDir)));
 }
 
 export const DEFAULT_LIMITS: Required<SandboxLimits> = {
@@ -238,6 +241,7 @@ export class BubblewrapProvider implements SandboxProvider {
         maskedPaths: await this.maskedPaths(meta.hiddenPaths ?? []),
         emptyFile: join(await this.prepareRoot(), '.empty'),
         readOnlyMounts: meta.readOnlyMounts,
+        unboundPaths: [MOUNT_BASE, this.mountRoot],
         sandboxUser: this.sandboxUser,
         shmBytes: Math.min(SHM_BYTES, meta.limits.diskBytes),
       }),

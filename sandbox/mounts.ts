@@ -44,6 +44,13 @@ export interface MountPlan {
   emptyFile: string;
   readOnlyMounts: { hostPath: string; sandboxPath: string }[];
   /**
+   * Host paths left out of the sandbox altogether (their parents are opened up so siblings still
+   * show): the mount root, where other sandboxes' mounts come and go. bwrap binds a top-level
+   * entry recursively, and a submount unmounted by a concurrent destroy while bwrap binds it makes
+   * bwrap fail. Default none.
+   */
+  unboundPaths?: string[];
+  /**
    * The host user bwrap runs as. A masked path this user cannot even look up needs no mask (and
    * bwrap, running as that user, could not mount one there). Default: mask everything.
    */
@@ -101,11 +108,12 @@ function dirsToOpen(targets: string[], fs: HostFs): Set<string> {
   return open;
 }
 
-function rootArgs(dir: string, open: Set<string>, fs: HostFs): string[] {
+function rootArgs(dir: string, open: Set<string>, unbound: Set<string>, fs: HostFs): string[] {
   const args: string[] = [];
   for (const name of fs.readdir(dir)) {
     if (dir === '/' && FRESH_TOP_LEVEL.has(name)) continue;
     const path = posix.join(dir, name);
+    if (unbound.has(path)) continue;
     const stat = fs.lstat(path);
     if (!stat) continue;
     if (open.has(path)) {
@@ -114,7 +122,7 @@ function rootArgs(dir: string, open: Set<string>, fs: HostFs): string[] {
         (stat.mode & 0o7777).toString(8),
         '--dir',
         path,
-        ...rootArgs(path, open, fs),
+        ...rootArgs(path, open, unbound, fs),
       );
     } else if (stat.isSymbolicLink()) {
       args.push('--symlink', fs.readlink(path), path);
@@ -157,11 +165,15 @@ function masks(paths: string[], fs: HostFs, user: SandboxUser | undefined): stri
 /** The bwrap arguments that build the sandbox filesystem, in the order bwrap must apply them. */
 export function mountArgs(plan: MountPlan, fs: HostFs = realHostFs): string[] {
   const targets = [WORKSPACE, ...plan.readOnlyMounts.map((m) => m.sandboxPath)];
-  const args = rootArgs('/', dirsToOpen(targets, fs), fs);
+  const unbound = new Set(plan.unboundPaths ?? []);
+  const open = dirsToOpen(targets, fs);
+  for (const path of unbound) for (const dir of ancestors(path)) open.add(dir);
+  const args = rootArgs('/', open, unbound, fs);
   args.push('--proc', '/proc', '--dev', '/dev', '--bind', plan.tmpHostDir, '/tmp');
   // /dev/shm is writable by every process: a small tmpfs of its own keeps it off the host's RAM.
   args.push('--size', String(plan.shmBytes ?? DEFAULT_SHM_BYTES), '--tmpfs', '/dev/shm');
-  for (const path of masks(plan.maskedPaths, fs, plan.sandboxUser)) {
+  const shown = plan.maskedPaths.filter((p) => ![...unbound].some((u) => isUnder(p, u)));
+  for (const path of masks(shown, fs, plan.sandboxUser)) {
     // Read-only and tiny: a mask must not become a writable layer outside the disk cap.
     if (fs.lstat(path)?.isDirectory())
       args.push('--size', '4096', '--tmpfs', path, '--remount-ro', path);

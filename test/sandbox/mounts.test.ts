@@ -133,6 +133,20 @@ describe('mountArgs', () => {
     expect(reachableBy('/closed/hidden', { uid: 0, gid: 0 }, fs)).toBe(true);
   });
 
+  it('leaves unbound paths out entirely, binding their siblings one by one', () => {
+    const fs = fakeFs({
+      run: { dir: { lock: { dir: {} }, 'agent-rollout': { dir: { h1: { dir: {} } } } } },
+      usr: { dir: {} },
+    });
+    const args = mountArgs(
+      { ...plan, readOnlyMounts: [], maskedPaths: ['/run/agent-rollout/h1'], unboundPaths: ['/run/agent-rollout'] },
+      fs,
+    );
+    expect(args.join(' ')).toContain('--dir /run --ro-bind-try /run/lock /run/lock --ro-bind-try /usr /usr');
+    // Neither bound (recursively, with other sandboxes' mounts under it) nor masked: absent.
+    expect(args.filter((a) => a.startsWith('/run/agent-rollout'))).toEqual([]);
+  });
+
   it('refuses mount points that cross a symlink', () => {
     expect(() =>
       mountArgs(
