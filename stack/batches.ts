@@ -1,5 +1,6 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, type Client, type WorkflowHandle } from '@temporalio/client';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { BatchInput, BatchManifest, BatchProgress, EpisodeLimits, Sampling, StaleAction } from '../activities/types.js';
 import { BUILTIN_TASKS } from '../activities/task-catalog.js';
 import { blackBoxAgentNames, isBlackBoxAgent } from '../agents/presets/index.js';
@@ -137,6 +138,9 @@ export function formatSummary(manifest: BatchManifest, episodes: { taskId: strin
   const perMinute = manifest.stats.wall_s > 0 ? (manifest.stats.episodes / manifest.stats.wall_s) * 60 : 0;
   lines.push(`  turns per episode: mean ${meanTurns.toFixed(1)}; chains ${manifest.stats.chains}; tokens ${manifest.stats.tokens}`);
   lines.push(`  wall time ${manifest.stats.wall_s.toFixed(1)} s; ${perMinute.toFixed(1)} episodes per minute`);
-  for (const f of manifest.files) lines.push(`  trajectories: ${f.uri} (${f.rows} rows, ${f.format})`);
+  const rows = manifest.files.reduce((sum, f) => sum + f.rows, 0);
+  const folders = [...new Set(manifest.files.map((f) => path.dirname(fileURLToPath(f.uri))))];
+  lines.push(`  trajectories: ${rows} rows in ${manifest.files.length} Arrow group files under ${folders.join(', ') || '-'}`);
+  lines.push(`  as one file: npx rollout batch export ${manifest.batch_id} --out FILE`);
   return lines.join('\n');
 }
