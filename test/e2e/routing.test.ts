@@ -225,8 +225,9 @@ describe("the router's token-level admission behind the gateway", () => {
     gatedStore?.close();
   });
 
-  it('holds a call while the engine is full and sends it once the call filling it ends', async () => {
-    const hogKey = await openTestSession(gatedUrl, 'hog', sessionInfo({ homeInstance: 'g0', sampling: { temperature: 1, topP: 1, maxTokens: 1_500 } }));
+  /** A long streamed answer on g0 that reserves most of its memory until aborted. */
+  async function startHog(sessionId: string) {
+    const hogKey = await openTestSession(gatedUrl, sessionId, sessionInfo({ homeInstance: 'g0', sampling: { temperature: 1, topP: 1, maxTokens: 1_500 } }));
     const hogAbort = new AbortController();
     const hogReply = fetch(`${gatedUrl}/v1/chat/completions`, {
       method: 'POST',
@@ -235,6 +236,11 @@ describe("the router's token-level admission behind the gateway", () => {
       signal: hogAbort.signal,
     }).then((r) => r.arrayBuffer());
     await vi.waitFor(() => expect(sim.stats().running).toBe(1));
+    return { hogAbort, hogReply };
+  }
+
+  it('holds a call while the engine is full and sends it once the call filling it ends', async () => {
+    const { hogAbort, hogReply } = await startHog('hog');
 
     const key = await openTestSession(gatedUrl, 'w0', sessionInfo({ homeInstance: 'g0', sampling: { temperature: 1, topP: 1, maxTokens: 1_000 } }));
     let answered = false;
@@ -261,15 +267,7 @@ describe("the router's token-level admission behind the gateway", () => {
   });
 
   it('gives up on a held call whose client went away', async () => {
-    const hogKey = await openTestSession(gatedUrl, 'hog2', sessionInfo({ homeInstance: 'g0', sampling: { temperature: 1, topP: 1, maxTokens: 1_500 } }));
-    const hogAbort = new AbortController();
-    const hogReply = fetch(`${gatedUrl}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${hogKey}` },
-      body: JSON.stringify({ messages: [{ role: 'user', content: 'HOG-HOG-HOG' }], stream: true }),
-      signal: hogAbort.signal,
-    }).then((r) => r.arrayBuffer());
-    await vi.waitFor(() => expect(sim.stats().running).toBe(1));
+    const { hogAbort, hogReply } = await startHog('hog2');
     const received = sim.stats().requestsReceived;
 
     const key = await openTestSession(gatedUrl, 'w1', sessionInfo({ homeInstance: 'g0', sampling: { temperature: 1, topP: 1, maxTokens: 1_000 } }));
