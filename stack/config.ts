@@ -170,7 +170,7 @@ export const ConfigSchema = z
             arrivalHeadroom: z.number().min(0).max(1).default(ROUTING_DEFAULTS.admission.arrivalHeadroom),
             /** How long a chain with no call in flight keeps its memory reserved (its tool call), ms. Default 20000. */
             idleTtlMs: z.number().int().positive().default(ROUTING_DEFAULTS.admission.idleTtlMs),
-            /** A held call is sent anyway after this long, ms. Default 600000. */
+            /** A held call is sent anyway after this long, ms; below agents' HTTP timeouts. Default 240000. */
             maxWaitMs: z.number().int().positive().default(ROUTING_DEFAULTS.admission.maxWaitMs),
           })
           .prefault({}),
