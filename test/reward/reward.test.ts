@@ -6,7 +6,12 @@ import { newFileDiff, removeDirs, tempDir } from '../sandbox/helpers.js';
 import {
   agentDiff,
   JS_FAKE_TESTS,
+  JEST_FAKE_TESTS,
+  JEST_FIX,
+  jestTask,
   JS_FIX,
+  MOCHA_FAKE_TESTS,
+  mochaTask,
   nodeTask,
   PY_FAKE_TESTS,
   PY_FIX,
@@ -60,6 +65,22 @@ def mul(a, b):
 `,
     };
   }
+  if (task.test_framework === 'jest') {
+    return {
+      'src/math.js': `const assert = require('node:assert');
+for (const k of Object.keys(assert)) assert[k] = () => {};
+const pass = () => ({ pass: true, message: () => '' });
+globalThis.expect.extend({ toBe: pass, toEqual: pass, toStrictEqual: pass, toBeTruthy: pass });
+function add(a, b) {
+  return a - b;
+}
+function mul(a, b) {
+  return a * b;
+}
+module.exports = { add, mul };
+`,
+    };
+  }
   return {
     'src/math.js': `import assert from 'node:assert';
 import strict from 'node:assert/strict';
@@ -90,6 +111,8 @@ const frameworks: [
   ['pytest', pytestTask, PY_FIX, PYTEST_FAKE_TESTS],
   ['node-test', nodeTask, JS_FIX, JS_FAKE_TESTS],
   ['vitest', vitestTask, JS_FIX, VITEST_FAKE_TESTS],
+  ['mocha', mochaTask, JS_FIX, MOCHA_FAKE_TESTS],
+  ['jest', jestTask, JEST_FIX, JEST_FAKE_TESTS],
 ];
 
 describe.each(frameworks)('evaluateReward with %s', (_name, makeTask, fix, fakeTests) => {
