@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BubblewrapProvider } from '../../sandbox/bubblewrap.js';
 import { evaluateReward } from '../../tasks/reward/index.js';
 import type { Task } from '../../tasks/schema.js';
-import { newFileDiff, removeDirs, tempDir } from '../sandbox/helpers.js';
+import { newFileDiff, removeDirs, tempDir, writeTree } from '../sandbox/helpers.js';
 import {
   agentDiff,
   JS_FAKE_TESTS,
@@ -249,6 +249,38 @@ describe('evaluateReward edge cases', () => {
     const r = await evaluateReward({ provider }, { task, agentDiff: diff, idempotencyKey: key() });
     expect(r).toMatchObject({ reward: 1, reason: 'resolved' });
   });
+
+  it.each([
+    [
+      'mocha',
+      mochaTask,
+      {
+        '.mocharc.cjs': "module.exports = { require: ['./src/neuter.cjs'] };\n",
+        'src/neuter.cjs':
+          "const assert = require('node:assert/strict');\nfor (const k of Object.keys(assert)) assert[k] = () => {};\n",
+      },
+    ],
+    [
+      'jest',
+      jestTask,
+      {
+        'jest.config.js': "module.exports = { setupFilesAfterEnv: ['./src/neuter.js'] };\n",
+        'src/neuter.js':
+          "const pass = () => ({ pass: true, message: () => '' });\nexpect.extend({ toBe: pass, toEqual: pass });\n",
+      },
+    ],
+  ] as const)(
+    "runs %s with the reward's own configuration, not the repository's",
+    async (_name, makeTask, config) => {
+      const { task, dir } = await makeTask();
+      dirs.push(dir);
+      // The base snapshot itself carries a config that would neuter the assertions.
+      await writeTree(dir, config);
+      const r = await evaluateReward({ provider }, { task, agentDiff: '', idempotencyKey: key() });
+      expect(r).toMatchObject({ reward: 0, reason: 'unresolved' });
+      for (const t of task.FAIL_TO_PASS) expect(r.tests[t]).toBe('failed');
+    },
+  );
 
   it('runs canaries in a CommonJS test file and catches an assert shim there', async () => {
     const hidden = `const { test } = require('node:test');
