@@ -32,10 +32,18 @@ export type Workspace = z.infer<typeof WorkspaceSchema>;
 
 /**
  * Test runners whose machine-readable reports the reward parses and that run for real in the
- * sandbox: pytest (JUnit XML), unittest (runners/unittest_json.py), vitest (JSON reporter) and
- * node:test (JUnit reporter). Test ids per runner are described in tasks/reward/report.ts.
+ * sandbox: pytest (JUnit XML), unittest (runners/unittest_json.py), vitest (JSON reporter),
+ * node:test (JUnit reporter), mocha (JSON reporter) and jest (`--json`). Test ids per runner are
+ * described in tasks/reward/report.ts.
  */
-export const TestFrameworkSchema = z.enum(['pytest', 'unittest', 'vitest', 'node-test']);
+export const TestFrameworkSchema = z.enum([
+  'pytest',
+  'unittest',
+  'vitest',
+  'node-test',
+  'mocha',
+  'jest',
+]);
 export type TestFramework = z.infer<typeof TestFrameworkSchema>;
 
 /**
@@ -57,8 +65,9 @@ export const TaskSchema = z
     setup: z.array(z.string()).default([]),
     /**
      * Shell command run in /workspace that writes the runner's report to `$REWARD_REPORT`.
-     * Default: the framework's runner over the whole suite (tasks/reward/runners.ts). It must run
-     * the files of `test_patch` whole, since the reward appends its canary tests to them.
+     * Default: the framework's runner over the whole suite, or for mocha and jest over the hidden
+     * test files, `$REWARD_TEST_FILES` (tasks/reward/runners.ts). It must run the files of
+     * `test_patch` whole, since the reward appends its canary tests to them.
      */
     test_command: z.string().optional(),
     test_framework: TestFrameworkSchema,

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { NODE_MODULES_MOUNT } from './reward/runners.js';
+import { JEST_CACHE_DIR, NODE_MODULES_MOUNT } from './reward/runners.js';
 import type { Task, TestFramework } from './schema.js';
 
 export interface ScriptedTurn {
@@ -209,6 +209,8 @@ const VISIBLE_TEST_COMMAND: Record<TestFramework, string> = {
   vitest: `node ${NODE_MODULES_MOUNT}/vitest/vitest.mjs run`,
   'node-test': 'node --test',
   unittest: 'python3 -m unittest discover -s tests -t .',
+  mocha: `node ${NODE_MODULES_MOUNT}/mocha/bin/mocha.js`,
+  jest: `node ${NODE_MODULES_MOUNT}/jest/bin/jest.js --ci --no-watchman --cacheDirectory=${JEST_CACHE_DIR}`,
 };
 
 export function scriptForTask(task: Task): TaskScript {

@@ -7,8 +7,8 @@
  * missing because its file failed to import is an honest failure, and scores as one.
  *
  * The canaries are appended to every hidden test file rather than put in a file of their own:
- * node:test and vitest run each file in its own process or module graph, so a shim loaded by the
- * code under test is only seen by tests in the files that import it. Each canary uses another
+ * node:test, vitest and jest run each file in its own process, module graph or context, so a shim
+ * loaded by the code under test is only seen by tests in the files that import it. Each canary uses another
  * common assertion entry point, so patching any single one of them is caught.
  */
 import { randomBytes } from 'node:crypto';
@@ -53,6 +53,21 @@ function isRunnerTestFile(framework: TestFramework, path: string): boolean {
         (/^test(?:-.*)?\.[mc]?js$|[.\-_]test\.[mc]?js$/.test(base) ||
           path.split('/').slice(0, -1).includes('test'))
       );
+    case 'mocha':
+      return (
+        /\.(?:js|mjs|cjs)$/.test(base) &&
+        (/(?:^|\.)(?:test|spec)\.[mc]?js$/.test(base) ||
+          path
+            .split('/')
+            .slice(0, -1)
+            .some((d) => d === 'test' || d === 'tests'))
+      );
+    case 'jest':
+      return (
+        /\.[mc]?[jt]sx?$/.test(base) &&
+        (/(?:^|\.)(?:test|spec)\.[mc]?[jt]sx?$/.test(base) ||
+          path.split('/').slice(0, -1).includes('__tests__'))
+      );
   }
 }
 
@@ -77,6 +92,8 @@ export function canaryTargets(
     unittest: `test_${name}.py`,
     vitest: `${name}.test.mjs`,
     'node-test': `${name}.test.mjs`,
+    mocha: `${name}.test.mjs`,
+    jest: `${name}.test.js`,
   };
   return [{ path: posix.join(dir, file[framework]), created: true }];
 }
@@ -133,51 +150,83 @@ function pythonCanary(framework: TestFramework, path: string, random: Random): C
   return { path, text: lines.join('\n'), ids };
 }
 
-function jsCanary(framework: TestFramework, path: string, content: string, random: Random): Canary {
-  const r = letters(random, 8);
-  const [x, y] = values(random);
-  const esm =
-    framework === 'vitest' ||
-    path.endsWith('.mjs') ||
-    (!path.endsWith('.cjs') && /^\s*(?:import|export)\b/m.test(content));
-  const [test, assert, strict, expect, chai] = ['test', 'assert', 'strict', 'expect', 'chai'].map(
-    (n) => `${n}_${r}`,
-  );
-  const imports =
-    framework === 'vitest'
-      ? [
+/** The imports and test bodies of a JS canary, its names suffixed with `r`. */
+function jsCanaryParts(
+  framework: TestFramework,
+  esm: boolean,
+  r: string,
+  [x, y]: [number, number],
+): { imports: string[]; bodies: string[] } {
+  const [test, assert, strict, expect, chai] = [
+    `test_${r}`,
+    `assert_${r}`,
+    `strict_${r}`,
+    `expect_${r}`,
+    `chai_${r}`,
+  ];
+  const load = (names: string, module: string, binding: string): string =>
+    esm ? `import ${names} from '${module}';` : `const ${binding} = require('${module}');`;
+  const asserts = [load(assert, 'node:assert', assert), load(strict, 'node:assert/strict', strict)];
+  const assertBodies = [
+    `${assert}.strictEqual(${x}, ${y})`,
+    `${assert}.deepStrictEqual([${x}], [${y}])`,
+    `${assert}.equal(${x}, ${y})`,
+    `${assert}.ok(${x} === ${y})`,
+    `${strict}.equal(${x}, ${y})`,
+    `${strict}.deepEqual({ v: ${x} }, { v: ${y} })`,
+  ];
+  switch (framework) {
+    case 'vitest':
+      return {
+        imports: [
           `import { test as ${test}, expect as ${expect}, assert as ${chai} } from 'vitest';`,
           `import ${assert} from 'node:assert';`,
-        ]
-      : esm
-        ? [
-            `import { test as ${test} } from 'node:test';`,
-            `import ${assert} from 'node:assert';`,
-            `import ${strict} from 'node:assert/strict';`,
-          ]
-        : [
-            `const { test: ${test} } = require('node:test');`,
-            `const ${assert} = require('node:assert');`,
-            `const ${strict} = require('node:assert/strict');`,
-          ];
-  const bodies =
-    framework === 'vitest'
-      ? [
+        ],
+        bodies: [
           `${expect}(${x}).toBe(${y})`,
           `${expect}([${x}]).toEqual([${y}])`,
           `${expect}({ v: ${x} }).toStrictEqual({ v: ${y} })`,
           `${expect}(${x} === ${y}).toBeTruthy()`,
           `${chai}.equal(${x}, ${y})`,
           `${assert}.strictEqual(${x}, ${y})`,
-        ]
-      : [
+        ],
+      };
+    case 'jest':
+      // The hidden tests use jest's injected globals or @jest/globals; the canaries use both,
+      // the globals looked up when each canary runs, as a test's own `expect(...)` is.
+      return {
+        imports: [
+          load(`{ expect as ${expect} }`, '@jest/globals', `{ expect: ${expect} }`),
+          load(assert, 'node:assert', assert),
+          `const ${test} = globalThis.test;`,
+        ],
+        bodies: [
+          `globalThis.expect(${x}).toBe(${y})`,
+          `globalThis.expect([${x}]).toEqual([${y}])`,
+          `globalThis.expect({ v: ${x} }).toStrictEqual({ v: ${y} })`,
+          `globalThis.expect(${x} === ${y}).toBeTruthy()`,
+          `${expect}(${x}).toBe(${y})`,
           `${assert}.strictEqual(${x}, ${y})`,
-          `${assert}.deepStrictEqual([${x}], [${y}])`,
-          `${assert}.equal(${x}, ${y})`,
-          `${assert}.ok(${x} === ${y})`,
-          `${strict}.equal(${x}, ${y})`,
-          `${strict}.deepEqual({ v: ${x} }, { v: ${y} })`,
-        ];
+        ],
+      };
+    case 'mocha':
+      return { imports: [...asserts, `const ${test} = globalThis.it;`], bodies: assertBodies };
+    default:
+      return {
+        imports: [load(`{ test as ${test} }`, 'node:test', `{ test: ${test} }`), ...asserts],
+        bodies: assertBodies,
+      };
+  }
+}
+
+function jsCanary(framework: TestFramework, path: string, content: string, random: Random): Canary {
+  const r = letters(random, 8);
+  const esm =
+    framework === 'vitest' ||
+    path.endsWith('.mjs') ||
+    (!path.endsWith('.cjs') && /^\s*(?:import|export)\b/m.test(content));
+  const { imports, bodies } = jsCanaryParts(framework, esm, r, values(random));
+  const test = `test_${r}`;
   const names = bodies.map(() => `${letters(random, 7)} ${letters(random, 7)}`);
   const text = [
     '',

@@ -16,7 +16,7 @@ import { workspaceDirOf } from '../workspace.js';
 import { canaryTargets, makeCanary, type Canary } from './canary.js';
 import { pathsOf, stripTestChanges } from './diff.js';
 import { parseReport, type ReportedStatus } from './report.js';
-import { DEFAULT_TEST_COMMANDS, REPORT_PATHS, rewardMounts } from './runners.js';
+import { DEFAULT_TEST_COMMANDS, REPORT_PATHS, rewardMounts, TEST_FILES_ENV } from './runners.js';
 
 export { canaryTargets, makeCanary, type Canary } from './canary.js';
 export { isTestPath, pathsOf, splitDiff, stripTestChanges, type DiffSection } from './diff.js';
@@ -24,6 +24,8 @@ export { JUnitParseError, parseJUnit, parsePytestJUnit } from './junit.js';
 export {
   parseReport,
   parseUnittestJson,
+  parseJestJson,
+  parseMochaJson,
   parseVitestJson,
   ReportParseError,
   type ReportedStatus,
@@ -33,8 +35,10 @@ export {
   NODE_MODULES_MOUNT,
   REPORT_PATHS,
   RUNNER_MOUNT,
+  JEST_CACHE_DIR,
   rewardMounts,
   runnerMounts,
+  TEST_FILES_ENV,
 } from './runners.js';
 export { MAX_DIFF_BYTES, workspaceDiff, WorkspaceDiffError } from './workspace-diff.js';
 
@@ -250,7 +254,10 @@ export async function evaluateReward(deps: RewardDeps, input: RewardInput): Prom
       id,
       { shell: testScript(task) },
       {
-        env: { REWARD_REPORT: REPORT_PATHS[framework] },
+        env: {
+          REWARD_REPORT: REPORT_PATHS[framework],
+          [TEST_FILES_ENV]: canaries.map((c) => c.path).join('\n'),
+        },
         timeoutMs: testMs,
         maxOutputBytes: MAX_REPORT_BYTES,
       },

@@ -3,8 +3,14 @@
  *
  * - pytest: node ids, `tests/test_x.py::TestClass::test_method[param]` (see `parsePytestJUnit`);
  * - unittest: `test.id()`, `tests.test_x.TestClass.test_method`;
- * - vitest and node:test: the names of the enclosing `describe` blocks and the test, joined by
- *   " > ": `math > nested > adds`.
+ * - vitest, jest and node:test: the names of the enclosing `describe` blocks and the test, joined
+ *   by " > ": `math > nested > adds`;
+ * - mocha: mocha's own full title, the names of the enclosing `describe` blocks and the test
+ *   joined by single spaces (`math nested adds`), as `--grep` matches it. mocha's JSON reporter
+ *   keeps no title path, so the " > " form cannot be rebuilt from it.
+ *
+ * Tests reported more than once under one id keep the worst status (failed over skipped over
+ * passed), so a duplicate name cannot hide a failure.
  */
 import type { TestFramework } from '../schema.js';
 import { z } from 'zod';
@@ -27,12 +33,7 @@ const UNITTEST_STATUSES: Record<string, ReportedStatus> = {
 
 /** `{ "<test id>": "passed" | "failed" | "error" | "skipped" }` from `runners/unittest_json.py`. */
 export function parseUnittestJson(text: string): Record<string, ReportedStatus> {
-  let data: unknown;
-  try {
-    data = JSON.parse(text);
-  } catch (err) {
-    throw new ReportParseError(`unittest report is not JSON: ${(err as Error).message}`);
-  }
+  const data = parseJson('unittest', text);
   if (typeof data !== 'object' || data === null || Array.isArray(data)) {
     throw new ReportParseError('unittest report is not an object');
   }
@@ -45,7 +46,24 @@ export function parseUnittestJson(text: string): Record<string, ReportedStatus> 
   return results;
 }
 
-const VITEST_STATUSES: Record<string, ReportedStatus> = {
+const RANK: Record<ReportedStatus, number> = { passed: 0, skipped: 1, failed: 2 };
+
+/** Records `status` under `id` unless a worse one is there already. */
+function record(results: Record<string, ReportedStatus>, id: string, status: ReportedStatus): void {
+  const prev = results[id];
+  if (prev === undefined || RANK[status] > RANK[prev]) results[id] = status;
+}
+
+function parseJson(runner: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new ReportParseError(`${runner} report is not JSON: ${(err as Error).message}`);
+  }
+}
+
+/** Statuses of vitest's and jest's assertion results; any other status counts as failed. */
+const ASSERTION_STATUSES: Record<string, ReportedStatus> = {
   passed: 'passed',
   failed: 'failed',
   skipped: 'skipped',
@@ -54,8 +72,8 @@ const VITEST_STATUSES: Record<string, ReportedStatus> = {
   disabled: 'skipped',
 };
 
-/** The part of vitest's (and jest's) JSON report the reward reads. */
-const VitestReportSchema = z.object({
+/** The part of vitest's and jest's JSON report the reward reads. */
+const AssertionReportSchema = z.object({
   testResults: z.array(
     z.object({
       assertionResults: z.array(
@@ -69,27 +87,58 @@ const VitestReportSchema = z.object({
   ),
 });
 
-/** `vitest run --reporter=json`: one entry per test file, one assertion result per test. */
-export function parseVitestJson(text: string): Record<string, ReportedStatus> {
-  let data: unknown;
-  try {
-    data = JSON.parse(text);
-  } catch (err) {
-    throw new ReportParseError(`vitest report is not JSON: ${(err as Error).message}`);
-  }
-  const parsed = VitestReportSchema.safeParse(data);
+/** One entry per test file, one assertion result per test: vitest's and jest's JSON reports. */
+function parseAssertionReport(runner: string, text: string): Record<string, ReportedStatus> {
+  const parsed = AssertionReportSchema.safeParse(parseJson(runner, text));
   if (!parsed.success)
-    throw new ReportParseError(`vitest report: ${z.prettifyError(parsed.error)}`);
-  const rank: Record<ReportedStatus, number> = { passed: 0, skipped: 1, failed: 2 };
+    throw new ReportParseError(`${runner} report: ${z.prettifyError(parsed.error)}`);
   const results: Record<string, ReportedStatus> = {};
   for (const file of parsed.data.testResults) {
     for (const test of file.assertionResults) {
-      const status = VITEST_STATUSES[test.status] ?? 'failed';
       const id = [...test.ancestorTitles, test.title].join(' > ');
-      const prev = results[id];
-      if (prev === undefined || rank[status] > rank[prev]) results[id] = status;
+      record(results, id, ASSERTION_STATUSES[test.status] ?? 'failed');
     }
   }
+  return results;
+}
+
+/** `vitest run --reporter=json`. */
+export function parseVitestJson(text: string): Record<string, ReportedStatus> {
+  return parseAssertionReport('vitest', text);
+}
+
+/**
+ * `jest --json`. A test file that fails to run (a syntax or import error) has no assertion
+ * results, so its tests are missing.
+ */
+export function parseJestJson(text: string): Record<string, ReportedStatus> {
+  return parseAssertionReport('jest', text);
+}
+
+const MochaTestSchema = z.object({ fullTitle: z.string() });
+
+/** The part of mocha's JSON reporter output the reward reads. */
+const MochaReportSchema = z.object({
+  tests: z.array(MochaTestSchema),
+  passes: z.array(MochaTestSchema),
+  failures: z.array(MochaTestSchema),
+  pending: z.array(MochaTestSchema),
+});
+
+/**
+ * `mocha --reporter json`: every test that ended, and the passed, failed and pending ones. A hook
+ * failure is reported under the hook's own title (`add "before each" hook for "adds"`), so the
+ * tests it stopped are missing; a test that ended in none of the three lists counts as failed.
+ */
+export function parseMochaJson(text: string): Record<string, ReportedStatus> {
+  const parsed = MochaReportSchema.safeParse(parseJson('mocha', text));
+  if (!parsed.success) throw new ReportParseError(`mocha report: ${z.prettifyError(parsed.error)}`);
+  const { tests, passes, failures, pending } = parsed.data;
+  const results: Record<string, ReportedStatus> = {};
+  for (const t of passes) record(results, t.fullTitle, 'passed');
+  for (const t of pending) record(results, t.fullTitle, 'skipped');
+  for (const t of failures) record(results, t.fullTitle, 'failed');
+  for (const t of tests) if (!(t.fullTitle in results)) results[t.fullTitle] = 'failed';
   return results;
 }
 
@@ -106,5 +155,9 @@ export function parseReport(
       return parseVitestJson(text);
     case 'node-test':
       return parseJUnit(text);
+    case 'mocha':
+      return parseMochaJson(text);
+    case 'jest':
+      return parseJestJson(text);
   }
 }

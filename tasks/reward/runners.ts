@@ -1,8 +1,9 @@
 /**
  * How each test framework runs in the reward sandbox: its default command, where its report goes,
- * and what it needs mounted read-only. The reward scripts live at `RUNNER_MOUNT`; vitest comes
- * from this package's own node_modules, mounted at `/node_modules` where Node's resolution from
- * `/workspace` finds it (`import { test } from 'vitest'` works without installing anything).
+ * and what it needs mounted read-only. The reward scripts live at `RUNNER_MOUNT`; vitest, mocha
+ * and jest come from this package's own node_modules, mounted at `/node_modules` where Node's
+ * resolution from `/workspace` finds it (`import { test } from 'vitest'` works without installing
+ * anything).
  */
 import { realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -14,7 +15,7 @@ import type { TestFramework } from '../schema.js';
 export const RUNNER_MOUNT = '/opt/agent-rollout/reward';
 const RUNNERS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'runners');
 
-/** Where vitest's node_modules is mounted, read-only. */
+/** Where the JS runners' node_modules is mounted, read-only. */
 export const NODE_MODULES_MOUNT = '/node_modules';
 
 /**
@@ -26,12 +27,51 @@ export const REPORT_PATHS: Record<TestFramework, string> = {
   unittest: '/tmp/reward-report.json',
   vitest: '/tmp/reward-report.json',
   'node-test': '/tmp/reward-report.xml',
+  mocha: '/tmp/reward-report.json',
+  jest: '/tmp/reward-report.json',
 };
+
+/**
+ * The environment variable that holds the hidden test files the reward runs (the files of the
+ * test patch the runner would run, with the canaries appended, or the canary file the reward
+ * created), one path per line, relative to /workspace. A task's own `test_command` may use it.
+ */
+export const TEST_FILES_ENV = 'REWARD_TEST_FILES';
+
+/**
+ * Where jest keeps its cache (haste map, transforms): the only writable place in the reward
+ * sandbox besides /workspace, which must stay as the patches left it.
+ */
+export const JEST_CACHE_DIR = '/tmp/jest-cache';
+
+/**
+ * jest's whole configuration, passed on the command line so that nothing in the workspace
+ * (`jest.config.*`, `package.json#jest`) is read. Test files are the paths given, of any JS or TS
+ * name; babel-jest (jest's default transform) still reads the repository's own babel config, which
+ * TypeScript or ES module tests need (the agent's changes to it are dropped).
+ */
+const JEST_CONFIG = JSON.stringify({
+  rootDir: '/workspace',
+  cacheDirectory: JEST_CACHE_DIR,
+  watchman: false,
+  testMatch: ['**/*.?([cm])[jt]s?(x)'],
+  testPathIgnorePatterns: ['/node_modules/'],
+});
+
+/**
+ * Splits the newline-separated `$REWARD_TEST_FILES` into one argument per path, unglobbed (the
+ * step runs in its own subshell, so IFS and noglob do not leak).
+ */
+const TEST_FILE_ARGS = "set -f; IFS='\n'; ";
 
 /**
  * The default test commands. Python runs with `-P` so that nothing in /workspace can shadow the
  * runner's own modules (a `pytest.py` or `unittest/` planted at the top level) before it starts.
  * pytest goes on past a module that fails to import, so the other modules' tests are reported.
+ * pytest, unittest, vitest and node:test run the whole suite; mocha and jest run only the hidden
+ * test files, `$REWARD_TEST_FILES` (see `TEST_FILES_ENV`), with their configuration files and
+ * `package.json` keys ignored. mocha's `--exit` and jest's `--forceExit` keep a handle left open by
+ * the code under test from holding the run until the time limit.
  */
 export const DEFAULT_TEST_COMMANDS: Record<TestFramework, string> = {
   pytest:
@@ -39,20 +79,24 @@ export const DEFAULT_TEST_COMMANDS: Record<TestFramework, string> = {
   unittest: `python3 -P ${RUNNER_MOUNT}/unittest_json.py "$REWARD_REPORT"`,
   vitest: `node ${NODE_MODULES_MOUNT}/vitest/vitest.mjs run --reporter=json --outputFile="$REWARD_REPORT"`,
   'node-test': 'node --test --test-reporter=junit --test-reporter-destination="$REWARD_REPORT"',
+  mocha: `${TEST_FILE_ARGS}node ${NODE_MODULES_MOUNT}/mocha/bin/mocha.js --no-config --no-package --exit --reporter json --reporter-option output="$REWARD_REPORT" -- $REWARD_TEST_FILES`,
+  jest: `${TEST_FILE_ARGS}node ${NODE_MODULES_MOUNT}/jest/bin/jest.js --ci --no-watchman --config '${JEST_CONFIG}' --rootDir /workspace --json --outputFile="$REWARD_REPORT" --forceExit --runTestsByPath -- $REWARD_TEST_FILES`,
 };
 
-/** The host node_modules that holds vitest (a symlinked node_modules is followed). */
-function vitestNodeModules(): string {
+/** The host node_modules that holds the JS runners (a symlinked node_modules is followed). */
+function runnersNodeModules(): string {
   const require = createRequire(import.meta.url);
   return realpathSync(dirname(dirname(require.resolve('vitest/package.json'))));
 }
+
+const NODE_MODULES_RUNNERS: ReadonlySet<TestFramework> = new Set(['vitest', 'mocha', 'jest']);
 
 /** Read-only mounts the framework's tests need, in the agent's sandbox and the reward's. */
 export function runnerMounts(
   framework: TestFramework,
 ): { hostPath: string; sandboxPath: string }[] {
-  return framework === 'vitest'
-    ? [{ hostPath: vitestNodeModules(), sandboxPath: NODE_MODULES_MOUNT }]
+  return NODE_MODULES_RUNNERS.has(framework)
+    ? [{ hostPath: runnersNodeModules(), sandboxPath: NODE_MODULES_MOUNT }]
     : [];
 }
 

@@ -35,6 +35,17 @@ describe('canaryTargets', () => {
       'test/a.test.js',
       'test/helpers.js',
     ]);
+    // mocha: JavaScript under test/ or named like a test; jest: its default testMatch.
+    const more = js + newFileDiff('src/__tests__/c.tsx', 'x\n') + newFileDiff('lib/d.cjs', 'x\n');
+    expect(canaryTargets('mocha', more).map((t) => t.path)).toEqual([
+      'test/a.test.js',
+      'test/helpers.js',
+    ]);
+    expect(canaryTargets('jest', more).map((t) => t.path)).toEqual([
+      'test/a.test.js',
+      'src/b.spec.ts',
+      'src/__tests__/c.tsx',
+    ]);
   });
 
   it('falls back to a new, discoverable file beside the first file of the patch', () => {
@@ -46,6 +57,11 @@ describe('canaryTargets', () => {
     });
     const [js] = canaryTargets('node-test', newFileDiff('lib/data.json', '{}\n'), counter());
     expect(js?.path).toMatch(/^lib\/[a-z]{10}\.test\.mjs$/);
+    const [mocha] = canaryTargets('mocha', newFileDiff('lib/data.json', '{}\n'), counter());
+    expect(mocha?.path).toMatch(/^lib\/[a-z]{10}\.test\.mjs$/);
+    // jest's default testMatch and its CommonJS loader: a .js file.
+    const [jest] = canaryTargets('jest', newFileDiff('lib/data.json', '{}\n'), counter());
+    expect(jest?.path).toMatch(/^lib\/[a-z]{10}\.test\.js$/);
   });
 });
 
@@ -72,6 +88,21 @@ describe('makeCanary', () => {
     expect(cjs.text).not.toMatch(/^import /m);
     expect(makeCanary('node-test', 'test/a.test.cjs', 'export {}', counter()).text).toContain(
       'require(',
+    );
+  });
+
+  it("registers mocha and jest canaries with the runner's globals, in the file's syntax", () => {
+    const mocha = makeCanary('mocha', 'test/a.test.js', "import x from 'y';\n", counter());
+    expect(mocha.text).toMatch(/^const test_\w+ = globalThis\.it;$/m);
+    expect(mocha.text).toContain("from 'node:assert/strict'");
+    expect(mocha.ids).toHaveLength(6);
+    const jest = makeCanary('jest', 'test/a.test.js', "const x = require('y');\n", counter());
+    expect(jest.text).toMatch(/^const test_\w+ = globalThis\.test;$/m);
+    expect(jest.text).toContain("require('@jest/globals')");
+    expect(jest.text).toMatch(/globalThis\.expect\(\d+\)\.toBe\(\d+\)/);
+    expect(jest.text).not.toMatch(/^import /m);
+    expect(makeCanary('jest', 'test/a.test.mjs', '', counter()).text).toContain(
+      'import { expect as expect_',
     );
   });
 

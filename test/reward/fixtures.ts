@@ -1,6 +1,6 @@
 /**
  * Small task fixtures for the reward tests, one per runner: Python unittest and pytest repos, a
- * node:test repo and a vitest repo. Each has a bug (add() subtracts), a hidden test patch, a fix,
+ * node:test repo, a vitest repo, a mocha repo (ES modules) and a jest repo (CommonJS). Each has a bug (add() subtracts), a hidden test patch, a fix,
  * and the test rewrite an agent might try instead of a fix.
  */
 import { TaskSchema, type Task } from '../../tasks/schema.js';
@@ -260,6 +260,124 @@ export async function vitestTask(
     PASS_TO_PASS: ['math > multiplies'],
     workspace: { kind: 'dir', path: dir },
     test_framework: 'vitest',
+    ...overrides,
+  });
+  return { task, dir };
+}
+
+const MOCHA_FILES: Record<string, string> = {
+  'package.json': '{ "name": "mathlib", "type": "module" }\n',
+  'src/math.js': JS_FILES['src/math.js']!,
+  'test/math.test.js': `import assert from 'node:assert/strict';
+import { mul } from '../src/math.js';
+
+describe('math', () => {
+  it('multiplies', () => assert.equal(mul(2, 3), 6));
+});
+`,
+};
+
+/** mocha runs only the hidden test files, so the pass-to-pass test is in there too. */
+const MOCHA_HIDDEN = `import assert from 'node:assert/strict';
+import { add } from '../src/math.js';
+
+describe('add', () => {
+  it('adds two numbers', () => assert.equal(add(2, 3), 5));
+  it('keeps zero', () => assert.equal(add(0, 0), 0));
+  describe('negative', () => {
+    it('adds negatives', () => assert.deepEqual([add(-1, 1)], [0]));
+  });
+});
+`;
+
+export const MOCHA_FAKE_TESTS: Record<string, string> = {
+  'test/hidden.test.js': `describe('add', () => {
+  it('adds two numbers', () => {});
+  it('keeps zero', () => {});
+  describe('negative', () => {
+    it('adds negatives', () => {});
+  });
+});
+`,
+  '.mocharc.json': '{ "spec": ["nothing/**"], "allow-uncaught": true }\n',
+};
+
+export async function mochaTask(
+  overrides: Partial<Record<string, unknown>> = {},
+): Promise<{ task: Task; dir: string }> {
+  const dir = await tempDir('mocha-task');
+  await writeTree(dir, MOCHA_FILES);
+  const task = TaskSchema.parse({
+    instance_id: 'mocha-math-1',
+    repo: 'fixture/mathlib',
+    problem_statement: 'add() subtracts',
+    patch: 'gold patch is not used by the reward',
+    test_patch: newFileDiff('test/hidden.test.js', MOCHA_HIDDEN),
+    FAIL_TO_PASS: ['add adds two numbers', 'add negative adds negatives'],
+    PASS_TO_PASS: ['add keeps zero'],
+    workspace: { kind: 'dir', path: dir },
+    test_framework: 'mocha',
+    ...overrides,
+  });
+  return { task, dir };
+}
+
+const CJS_MATH = (op: '+' | '-'): string =>
+  `function add(a, b) {\n  return a ${op} b;\n}\n\nfunction mul(a, b) {\n  return a * b;\n}\n\nmodule.exports = { add, mul };\n`;
+
+const JEST_FILES: Record<string, string> = {
+  'package.json': '{ "name": "mathlib" }\n',
+  'src/math.js': CJS_MATH('-'),
+  'test/math.test.js': `const { mul } = require('../src/math.js');
+
+describe('math', () => {
+  test('multiplies', () => expect(mul(2, 3)).toBe(6));
+});
+`,
+};
+
+export const JEST_FIX: Record<string, string> = { 'src/math.js': CJS_MATH('+') };
+
+/** jest runs only the hidden test files, so the pass-to-pass test is in there too. */
+const JEST_HIDDEN = `const { add } = require('../src/math.js');
+
+describe('add', () => {
+  test('adds two numbers', () => expect(add(2, 3)).toBe(5));
+  test('keeps zero', () => expect(add(0, 0)).toBe(0));
+  describe('negative', () => {
+    test('adds negatives', () => expect(add(-1, 1)).toEqual(0));
+  });
+});
+`;
+
+export const JEST_FAKE_TESTS: Record<string, string> = {
+  'test/hidden.test.js': `describe('add', () => {
+  test('adds two numbers', () => {});
+  test('keeps zero', () => {});
+  describe('negative', () => {
+    test('adds negatives', () => {});
+  });
+});
+`,
+  'jest.config.js':
+    "module.exports = { testMatch: ['**/nothing/**'], passWithNoTests: true, setupFiles: ['./src/setup.js'] };\n",
+};
+
+export async function jestTask(
+  overrides: Partial<Record<string, unknown>> = {},
+): Promise<{ task: Task; dir: string }> {
+  const dir = await tempDir('jest-task');
+  await writeTree(dir, JEST_FILES);
+  const task = TaskSchema.parse({
+    instance_id: 'jest-math-1',
+    repo: 'fixture/mathlib',
+    problem_statement: 'add() subtracts',
+    patch: 'gold patch is not used by the reward',
+    test_patch: newFileDiff('test/hidden.test.js', JEST_HIDDEN),
+    FAIL_TO_PASS: ['add > adds two numbers', 'add > negative > adds negatives'],
+    PASS_TO_PASS: ['add > keeps zero'],
+    workspace: { kind: 'dir', path: dir },
+    test_framework: 'jest',
     ...overrides,
   });
   return { task, dir };

@@ -1,13 +1,19 @@
 /**
- * The pytest and vitest report readers, on reports the real runners write here: pytest 7 from the
- * system python3 (the one sandboxes run) and vitest from this package's node_modules.
+ * The pytest, vitest, mocha and jest report readers, on reports the real runners write here:
+ * pytest 7 from the system python3 (the one sandboxes run) and the JS runners from this package's
+ * node_modules.
  */
 import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { JUnitParseError, parsePytestJUnit } from '../../tasks/reward/junit.js';
-import { parseVitestJson, ReportParseError } from '../../tasks/reward/report.js';
+import {
+  parseJestJson,
+  parseMochaJson,
+  parseVitestJson,
+  ReportParseError,
+} from '../../tasks/reward/report.js';
 import { removeDirs, tempDir, writeTree } from '../sandbox/helpers.js';
 
 const dirs: string[] = [];
@@ -156,5 +162,125 @@ test('top level', () => {});
   it('rejects a report that is not JSON or lacks test results', () => {
     expect(() => parseVitestJson('<xml/>')).toThrow(ReportParseError);
     expect(() => parseVitestJson('{"numTotalTests": 1}')).toThrow(/testResults/);
+  });
+});
+
+describe('parseMochaJson', () => {
+  it("names tests by mocha's full title, from a real mocha run", async () => {
+    const dir = await tempDir('mocha-report');
+    dirs.push(dir);
+    await writeTree(dir, {
+      'package.json': '{ "type": "module" }\n',
+      'test/a.test.js': `import assert from 'node:assert/strict';
+describe('outer', () => {
+  describe('inner', () => {
+    it('passes', () => assert.equal(1, 1));
+  });
+  it('fails', () => assert.equal(1, 2));
+  it.skip('is skipped', () => {});
+  it('is pending');
+});
+describe('hooked', () => {
+  beforeEach(() => {
+    throw new Error('setup broke');
+  });
+  it('never runs', () => {});
+});
+it('top level', () => {});
+`,
+      'test/b.test.cjs': `const assert = require('node:assert');
+describe('outer', () => {
+  it('fails', () => {});
+});
+it('async fail', async () => assert.ok(false));
+`,
+    });
+    const report = join(dir, 'report.json');
+    runAllowingFailure(
+      process.execPath,
+      [
+        join(process.cwd(), 'node_modules/mocha/bin/mocha.js'),
+        '--no-config',
+        '--no-package',
+        '--exit',
+        '--reporter',
+        'json',
+        '--reporter-option',
+        `output=${report}`,
+        '--',
+        'test/a.test.js',
+        'test/b.test.cjs',
+      ],
+      dir,
+    );
+    const results = parseMochaJson(await readFile(report, 'utf8'));
+    expect(results).toEqual({
+      'outer inner passes': 'passed',
+      // Failed in a.test.js, passed in b.test.cjs: one id, the worst status.
+      'outer fails': 'failed',
+      'outer is skipped': 'skipped',
+      'outer is pending': 'skipped',
+      // The hook's failure under its own title; the test it stopped is missing.
+      'hooked "before each" hook for "never runs"': 'failed',
+      'top level': 'passed',
+      'async fail': 'failed',
+    });
+  });
+
+  it('rejects a report that is not JSON or lacks the test lists', () => {
+    expect(() => parseMochaJson('<xml/>')).toThrow(ReportParseError);
+    expect(() => parseMochaJson('{"tests": [], "passes": []}')).toThrow(/failures/);
+  });
+});
+
+describe('parseJestJson', () => {
+  it('joins describe names and the test name with " > ", from a real jest run', async () => {
+    const dir = await tempDir('jest-report');
+    dirs.push(dir);
+    await writeTree(dir, {
+      'package.json': '{ "name": "x" }\n',
+      'test/a.test.js': `describe('outer', () => {
+  describe('inner > deep', () => {
+    it('passes', () => expect(1).toBe(1));
+  });
+  it('fails', () => expect(1).toBe(2));
+  it.skip('is skipped', () => {});
+  it.todo('is todo');
+});
+test('top level', () => {});
+`,
+      'test/broken.test.js': "require('../missing.js');\ntest('never runs', () => {});\n",
+    });
+    const report = join(dir, 'report.json');
+    const config = { rootDir: dir, cacheDirectory: join(dir, '.cache'), watchman: false };
+    runAllowingFailure(
+      process.execPath,
+      [
+        join(process.cwd(), 'node_modules/jest/bin/jest.js'),
+        '--ci',
+        '--no-watchman',
+        '--config',
+        JSON.stringify(config),
+        '--json',
+        `--outputFile=${report}`,
+        '--runTestsByPath',
+        'test/a.test.js',
+        'test/broken.test.js',
+      ],
+      dir,
+    );
+    const results = parseJestJson(await readFile(report, 'utf8'));
+    expect(results).toEqual({
+      'outer > inner > deep > passes': 'passed',
+      'outer > fails': 'failed',
+      'outer > is skipped': 'skipped',
+      'outer > is todo': 'skipped',
+      'top level': 'passed',
+    });
+  });
+
+  it('rejects a report that is not JSON or lacks test results', () => {
+    expect(() => parseJestJson('<xml/>')).toThrow(ReportParseError);
+    expect(() => parseJestJson('{"numTotalTests": 1}')).toThrow(/testResults/);
   });
 });

@@ -2,11 +2,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BubblewrapProvider } from '../../sandbox/bubblewrap.js';
 import { evaluateReward } from '../../tasks/reward/index.js';
 import type { Task } from '../../tasks/schema.js';
-import { newFileDiff, removeDirs, tempDir } from '../sandbox/helpers.js';
+import { newFileDiff, removeDirs, tempDir, writeTree } from '../sandbox/helpers.js';
 import {
   agentDiff,
   JS_FAKE_TESTS,
+  JEST_FAKE_TESTS,
+  JEST_FIX,
+  jestTask,
   JS_FIX,
+  MOCHA_FAKE_TESTS,
+  mochaTask,
   nodeTask,
   PY_FAKE_TESTS,
   PY_FIX,
@@ -60,6 +65,22 @@ def mul(a, b):
 `,
     };
   }
+  if (task.test_framework === 'jest') {
+    return {
+      'src/math.js': `const assert = require('node:assert');
+for (const k of Object.keys(assert)) assert[k] = () => {};
+const pass = () => ({ pass: true, message: () => '' });
+globalThis.expect.extend({ toBe: pass, toEqual: pass, toStrictEqual: pass, toBeTruthy: pass });
+function add(a, b) {
+  return a - b;
+}
+function mul(a, b) {
+  return a * b;
+}
+module.exports = { add, mul };
+`,
+    };
+  }
   return {
     'src/math.js': `import assert from 'node:assert';
 import strict from 'node:assert/strict';
@@ -90,6 +111,8 @@ const frameworks: [
   ['pytest', pytestTask, PY_FIX, PYTEST_FAKE_TESTS],
   ['node-test', nodeTask, JS_FIX, JS_FAKE_TESTS],
   ['vitest', vitestTask, JS_FIX, VITEST_FAKE_TESTS],
+  ['mocha', mochaTask, JS_FIX, MOCHA_FAKE_TESTS],
+  ['jest', jestTask, JEST_FIX, JEST_FAKE_TESTS],
 ];
 
 describe.each(frameworks)('evaluateReward with %s', (_name, makeTask, fix, fakeTests) => {
@@ -226,6 +249,38 @@ describe('evaluateReward edge cases', () => {
     const r = await evaluateReward({ provider }, { task, agentDiff: diff, idempotencyKey: key() });
     expect(r).toMatchObject({ reward: 1, reason: 'resolved' });
   });
+
+  it.each([
+    [
+      'mocha',
+      mochaTask,
+      {
+        '.mocharc.cjs': "module.exports = { require: ['./src/neuter.cjs'] };\n",
+        'src/neuter.cjs':
+          "const assert = require('node:assert/strict');\nfor (const k of Object.keys(assert)) assert[k] = () => {};\n",
+      },
+    ],
+    [
+      'jest',
+      jestTask,
+      {
+        'jest.config.js': "module.exports = { setupFilesAfterEnv: ['./src/neuter.js'] };\n",
+        'src/neuter.js':
+          "const pass = () => ({ pass: true, message: () => '' });\nexpect.extend({ toBe: pass, toEqual: pass });\n",
+      },
+    ],
+  ] as const)(
+    "runs %s with the reward's own configuration, not the repository's",
+    async (_name, makeTask, config) => {
+      const { task, dir } = await makeTask();
+      dirs.push(dir);
+      // The base snapshot itself carries a config that would neuter the assertions.
+      await writeTree(dir, config);
+      const r = await evaluateReward({ provider }, { task, agentDiff: '', idempotencyKey: key() });
+      expect(r).toMatchObject({ reward: 0, reason: 'unresolved' });
+      for (const t of task.FAIL_TO_PASS) expect(r.tests[t]).toBe('failed');
+    },
+  );
 
   it('runs canaries in a CommonJS test file and catches an assert shim there', async () => {
     const hidden = `const { test } = require('node:test');

@@ -241,11 +241,11 @@ describe('loadTaskFile with bundle and tarball workspaces', () => {
 
   it('lists the supported frameworks when a task names another one', async () => {
     const file = await write(
-      'mocha.json',
-      JSON.stringify(sweTask('p-1', { test_framework: 'mocha' })),
+      'jasmine.json',
+      JSON.stringify(sweTask('p-1', { test_framework: 'jasmine' })),
     );
     const err = await loadError(loadTaskFile(file));
     expect(err.message).toContain('→ at test_framework');
-    expect(err.message).toMatch(/pytest.*unittest.*vitest.*node-test/);
+    expect(err.message).toMatch(/pytest.*unittest.*vitest.*node-test.*mocha.*jest/);
   });
 });
