@@ -1,5 +1,4 @@
 import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { inject } from 'vitest';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
@@ -52,7 +51,7 @@ export async function startTestEngines(options: { count: number; wanderProbabili
 export function testConfig(overrides: Record<string, unknown> & { engines: TestEngines['instances'] }): Config {
   const id = Math.random().toString(36).slice(2, 8);
   const base = {
-    dataDir: mkdtempSync(path.join(os.tmpdir(), 'rollout-test-')),
+    dataDir: mkdtempSync(path.join(inject('testDataRoot'), 'stack-')),
     temporal: { address: inject('temporalAddress'), taskQueue: `test-${id}` },
     gateway: { port: 0 },
     api: { port: 0 },
