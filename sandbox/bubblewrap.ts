@@ -11,7 +11,7 @@
  * `process.ts`.
  */
 import { execFile } from 'node:child_process';
-import { chmod, mkdir, readdir, realpath, rm, stat, statfs, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, realpath, rm, stat, statfs, writeFile } from 'node:fs/promises';
 import { join, posix, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import {
@@ -104,6 +104,9 @@ export interface BubblewrapProviderOptions {
 
 /** Where the default mount roots of all providers on this host live. */
 const MOUNT_BASE = '/run/agent-rollout';
+
+/** In a mount root: the `rootDir` of the provider that made it. */
+const ROOT_OWNER_FILE = '.root';
 
 /** The default `mountRoot` of a provider whose root directory is `rootDir`. */
 export function defaultMountRoot(rootDir: string): string {
@@ -366,6 +369,30 @@ export class BubblewrapProvider implements SandboxProvider {
    * than `halfMadeGraceMs`, killing their running commands first. Returns the ids removed.
    */
   async sweepExpired(now: number = Date.now()): Promise<string[]> {
+    const removed = await this.sweepOwn(now);
+    await BubblewrapProvider.sweepAbandonedRoots(this.mountRoot);
+    return removed;
+  }
+
+  /**
+   * Removes the sandboxes (mounts, cgroups) under default mount roots whose provider's `rootDir` no
+   * longer exists (a data dir deleted while sandboxes were live): no provider of theirs will ever
+   * sweep them. Runs with every sweep; `except` is the caller's own mount root.
+   */
+  private static async sweepAbandonedRoots(except: string): Promise<void> {
+    for (const name of await readdir(MOUNT_BASE).catch(() => [])) {
+      const mountRoot = join(MOUNT_BASE, name);
+      if (mountRoot === except) continue;
+      const rootDir = await readFile(join(mountRoot, ROOT_OWNER_FILE), 'utf8').catch(() => undefined);
+      if (!rootDir || (await stat(rootDir).then(() => true, () => false))) continue;
+      const abandoned = new BubblewrapProvider({ rootDir, mountRoot });
+      await abandoned.sweepOwn(Number.MAX_SAFE_INTEGER);
+      await abandoned.release();
+    }
+  }
+
+  /** `sweepExpired` for this provider's own sandboxes only. */
+  private async sweepOwn(now: number): Promise<string[]> {
     const removed: string[] = [];
     const dirs = await this.sandboxDirs();
     // Cgroups whose sandbox directory is gone (a crash between the two removals).
@@ -410,7 +437,7 @@ export class BubblewrapProvider implements SandboxProvider {
    */
   async release(): Promise<void> {
     const entries = await readdir(this.mountRoot).catch(() => undefined);
-    if (entries && entries.every((e) => e === '.empty')) {
+    if (entries && entries.every((e) => e === '.empty' || e === ROOT_OWNER_FILE)) {
       await rm(this.mountRoot, { recursive: true, force: true });
     }
     await (await this.rc()).release();
@@ -614,6 +641,8 @@ export class BubblewrapProvider implements SandboxProvider {
           if (err.code !== 'EEXIST') throw err;
         },
       );
+      // Who owns this mount root, for the sweep of roots whose provider's rootDir is gone.
+      await writeFile(join(this.mountRoot, ROOT_OWNER_FILE), this.rootDir, { mode: 0o600 });
       if (!reachableBy(join(this.mountRoot, '.empty'), this.sandboxUser)) {
         throw new SandboxError(
           `mountRoot ${this.mountRoot} is not reachable by the sandbox user; choose another`,

@@ -18,8 +18,8 @@ let n = 0;
 const key = (): string => `lifecycle-${process.pid}-${n++}`;
 
 /** A control file of the sandbox's cgroup, for whichever hierarchy the provider uses. */
-async function cgroupFile(id: string, controller: string, file: string): Promise<string> {
-  const rel = join('agent-rollout', rootKeyOf(rootDir), id, file);
+async function cgroupFile(id: string, controller: string, file: string, root = rootDir): Promise<string> {
+  const rel = join('agent-rollout', rootKeyOf(root), id, file);
   const v1 = (await provider.resourceControl()) === 'cgroup-v1';
   return join('/sys/fs/cgroup', v1 ? controller : '', rel);
 }
@@ -161,6 +161,21 @@ describe('BubblewrapProvider limits and lifetimes', () => {
     expect(await mountsUnder(mountDir)).toEqual([]);
     expect(existsSync(mountDir)).toBe(false);
     expect(existsSync(await cgroupFile(info.id, 'pids', ''))).toBe(false);
+  });
+
+  it("sweeps the sandboxes of a provider whose data dir was deleted under them", async () => {
+    const goneRoot = await tempDir('gone-root');
+    const gone = new BubblewrapProvider({ rootDir: goneRoot });
+    const info = await gone.create({ idempotencyKey: key(), workspaceDir: workspace });
+    const goneMounts = defaultMountRoot(goneRoot);
+    await rm(goneRoot, { recursive: true, force: true });
+    expect(await mountsUnder(join(goneMounts, info.id))).toHaveLength(2);
+    // Another provider's periodic sweep (the janitor's) finds the abandoned mount root.
+    await provider.sweepExpired();
+    expect(await mountsUnder(join(goneMounts, info.id))).toEqual([]);
+    expect(existsSync(goneMounts)).toBe(false);
+    expect(existsSync(await cgroupFile(info.id, 'pids', '', goneRoot))).toBe(false);
+    expect(existsSync(goneRoot)).toBe(false);
   });
 
   it('counts what a sandbox writes against its disk cap', async () => {
