@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { assembleEpisode, writeArrowStream, type TrajectoryRow, type TrajectoryStore } from '../trajectory/index.js';
+import { episodeRows, writeArrowStream, type TrajectoryStore } from '../trajectory/index.js';
 import { GatewayAdminClient } from './gateway-admin.js';
 import type { ManifestFile } from './types.js';
 
@@ -15,28 +15,15 @@ export function groupFilePath(exportDir: string, batchId: string, groupId: strin
   return path.join(exportDir, batchId, 'groups', `${groupId}.arrow`);
 }
 
-/**
- * Rows of exactly these episodes (the ones whose result the batch counts: a stale episode's
- * re-run replaces it), in sample order. Only each episode's recorded session counts, so chains of
- * abandoned attempts never reach the trainer.
- */
-export function episodeRows(store: TrajectoryStore, batchId: string, groupId: string, episodeIds: readonly string[]): TrajectoryRow[] {
-  const wanted = new Set(episodeIds);
-  const rows: TrajectoryRow[] = [];
-  for (const episode of store.listGroupEpisodes(batchId, groupId)) {
-    if (!wanted.has(episode.episodeId) || episode.outcome !== 'ok' || !episode.sessionId) continue;
-    rows.push(...assembleEpisode(episode, store.loadTurns(episode.sessionId), store.loadChainReports(episode.sessionId)));
-  }
-  return rows;
-}
-
 /** Activities of the batch workflow itself. */
 export function createBatchActivities(deps: BatchActivityDeps) {
   const gateway = new GatewayAdminClient(deps.gateway);
   return {
     /** Writes a finished group's rows to its own Arrow IPC stream file; returns where, not the data. */
     async exportGroup(input: { batchId: string; groupId: string; episodeIds: string[] }): Promise<ManifestFile> {
-      const rows = episodeRows(deps.store, input.batchId, input.groupId, input.episodeIds);
+      // Exactly the episodes the batch counts: a stale episode's re-run replaces it.
+      const wanted = new Set(input.episodeIds);
+      const rows = episodeRows(deps.store, deps.store.listGroupEpisodes(input.batchId, input.groupId).filter((e) => wanted.has(e.episodeId)));
       return writeArrowStream(groupFilePath(deps.exportDir, input.batchId, input.groupId), rows);
     },
 

@@ -3,4 +3,4 @@ export type { ChainReport, EpisodeRecord, PolicyState, SessionInfo, SessionRecor
 export type { TrajectoryRow } from './row.js';
 export { assembleEpisode } from './assemble.js';
 export { rowsToTable, writeArrowStream, TRAJECTORY_COLUMNS, type ExportedFile } from './arrow-export.js';
-export { batchRows } from './batch-export.js';
+export { episodeRows } from './batch-export.js';

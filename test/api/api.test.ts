@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchManifest, FinishedGroup, FinishedGroupsAnswer } from '../../activities/types.js';
 import { startStack, type Stack } from '../../stack/stack.js';
-import { batchRows, type TrajectoryRow } from '../../trajectory/index.js';
+import { episodeRows, type TrajectoryRow } from '../../trajectory/index.js';
 import { readTrajectories } from '../helpers/arrow.js';
 import { startTestEngines, testConfig, type TestEngines } from '../helpers/stack.js';
 
@@ -125,7 +125,7 @@ describe('the HTTP batch API on a real stack', () => {
     rows = answer.rows;
     const finished = new Set(manifest.groups.filter((g) => g.status === 'finished').map((g) => g.group_id));
     expect(finished.size).toBeGreaterThan(0);
-    const stored = batchRows(stack.store, batchId, finished);
+    const stored = episodeRows(stack.store, stack.store.listEpisodes(batchId).filter((e) => finished.has(e.groupId)));
     expect(rows.map((r) => r.trajectory_id).sort()).toEqual(stored.map((r) => r.trajectory_id).sort());
     const byId = new Map(stored.map((r) => [r.trajectory_id, r]));
     for (const row of rows) {
