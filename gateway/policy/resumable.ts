@@ -47,7 +47,8 @@ export async function generateResumable(
   for (;;) {
     const lease = await gate.acquire(request.signal);
     if (!lease) return done(undefined, 'abort');
-    const promptIds = [...request.promptIds, ...ids];
+    // Only a resumed part needs a new prompt: the first sends the client's as it is.
+    const promptIds = ids.length === 0 ? request.promptIds : [...request.promptIds, ...ids];
     const maxTokens = request.maxTokens - ids.length;
     let part: GenerateResult;
     try {
