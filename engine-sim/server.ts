@@ -9,6 +9,7 @@ import { createRng, mixSeed } from './prng.js';
 import type { ScriptedPolicy } from './script.js';
 import { registerSglangRoutes } from './sglang.js';
 import { registerWeightRoutes, WeightVersion } from './weights.js';
+import { startEventStream } from './sse.js';
 
 /** vLLM's default `--max-logprobs`: more alternatives than this per token is a 400. */
 const MAX_LOGPROBS = 20;
@@ -310,16 +311,8 @@ export function createServer(deps: ServerDeps): SimServer {
       };
     }
 
-    reply.hijack();
-    const res = reply.raw;
     // Sent at once, as vLLM does: a stream's `x-weight-version` names the weights when it arrived.
-    res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-      'x-request-id': baseId,
-      'x-weight-version': weightVersion.value,
-    });
+    const res = startEventStream(reply, { 'x-request-id': baseId, 'x-weight-version': weightVersion.value });
     const send = (data: unknown) => res.write(`data: ${JSON.stringify(data)}\n\n`);
     let sent = 0;
     let sentText = '';

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { RequestOutcome } from './engine.js';
 import type { RouteContext } from './server.js';
+import { startEventStream } from './sse.js';
 
 /** SGLang's `SamplingParams.max_new_tokens` default. */
 const DEFAULT_MAX_NEW_TOKENS = 128;
@@ -187,13 +188,7 @@ export function registerSglangRoutes(
       });
 
       if (body.stream) {
-        reply.hijack();
-        const res = reply.raw;
-        res.writeHead(200, {
-          'content-type': 'text/event-stream; charset=utf-8',
-          'cache-control': 'no-cache',
-          connection: 'keep-alive',
-        });
+        const res = startEventStream(reply);
         // One chunk per engine step that produced tokens. By default every chunk repeats all
         // output so far (SGLang's default); incremental streaming sends only the new part.
         send = (n, finish) => {

@@ -2,6 +2,8 @@ import { beforeAll, describe, expect, it, vi } from 'vitest';
 import type { TextTokenizer } from '../../gateway/codec/tokenizer.js';
 import {
   SCRIPT,
+  SOLVE_0,
+  TASK,
   complete,
   firstPrompt,
   nextPrompt,
@@ -20,9 +22,6 @@ beforeAll(() => {
   tk = engines.tokenizer();
 });
 
-const TASK = 'Fix the failing test in calc.py';
-const SOLVE_0 =
-  '<think>\nI should look at the files first.\n</think>\n\n<tool_call>\n{"name": "bash", "arguments": {"command": "ls -la", "timeout": 30}}\n</tool_call>';
 const SOLVE_1 =
   '<think>\nThe bug is in add().\n</think>\n\n<tool_call>\n{"name": "edit", "arguments": {"path": "calc.py", "old": "a - b", "new": "a + b", "flags": [1, 2.5, null, true]}}\n</tool_call>';
 const SOLVE_2 = '<think>\nTests pass now.\n</think>\n\nI fixed add() in calc.py.';

@@ -12,13 +12,19 @@ export async function loadTokenizer(): Promise<TextTokenizer> {
   return createTokenizer(await loadModelFiles(defaultModelDir()));
 }
 
+/** The user message that `SCRIPT`'s task matches. */
+export const TASK = 'Fix the failing test in calc.py';
+/** The text `SCRIPT`'s first solve turn renders to. */
+export const SOLVE_0 =
+  '<think>\nI should look at the files first.\n</think>\n\n<tool_call>\n{"name": "bash", "arguments": {"command": "ls -la", "timeout": 30}}\n</tool_call>';
+
 /** A tiny task: three solve turns (two tool calls, then an answer) and two wander turns. */
 export const SCRIPT: PolicyScriptInput = {
   wanderProbability: 0.5,
   tasks: [
     {
       taskId: 'fix-bug',
-      match: 'Fix the failing test in calc.py',
+      match: TASK,
       solve: [
         {
           thought: 'I should look at the files first.',

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import type { TextTokenizer } from '../../gateway/codec/tokenizer.js';
 import { type EngineSim } from '../../engine-sim/index.js';
-import { SCRIPT, complete, firstPrompt, nextPrompt, readSse, useEngineSims } from './helpers.js';
+import { SCRIPT, SOLVE_0, TASK, complete, firstPrompt, nextPrompt, readSse, useEngineSims } from './helpers.js';
 
 const engines = useEngineSims(7);
 const { start } = engines;
@@ -10,9 +10,6 @@ beforeAll(() => {
   tk = engines.tokenizer();
 });
 
-const TASK = 'Fix the failing test in calc.py';
-const SOLVE_0 =
-  '<think>\nI should look at the files first.\n</think>\n\n<tool_call>\n{"name": "bash", "arguments": {"command": "ls -la", "timeout": 30}}\n</tool_call>';
 const IM_END = 151645;
 const LONG = {
   tasks: [
