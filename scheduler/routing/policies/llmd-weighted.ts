@@ -1,5 +1,5 @@
 import type { InstanceView, PrefixLookup, RouteDecision, RouteRequest, RoutingPolicy } from '../types.js';
-import { decide } from './util.js';
+import { argmin, decide } from './util.js';
 
 /** Weights of llm-d's default scoring profile. */
 export interface LlmdWeightedOptions {
@@ -34,19 +34,13 @@ export class LlmdWeightedPolicy implements RoutingPolicy {
     const queues = instances.map((v) => v.queuedRequests);
     const maxQ = Math.max(...queues);
     const minQ = Math.min(...queues);
-    let best = 0;
-    let bestScore = -Infinity;
-    for (let i = 0; i < instances.length; i++) {
-      const v = instances[i]!;
+    // The highest score; ties go to the earliest instance.
+    const best = argmin(instances, (v) => {
       const p = request.blocks.length > 0 ? prefix.matchedBlocks(v.name, request.blocks) / request.blocks.length : 0;
       const q = maxQ === minQ ? 1 : (maxQ - v.queuedRequests) / (maxQ - minQ);
       const kv = 1 - Math.min(1, v.kvUsedTokens / v.kvCapacityTokens);
-      const score = this.wPrefix * p + this.wQueue * q + this.wKv * kv;
-      if (score > bestScore) {
-        best = i;
-        bestScore = score;
-      }
-    }
+      return -(this.wPrefix * p + this.wQueue * q + this.wKv * kv);
+    });
     return decide(request, instances[best]!.name, prefix);
   }
 }
