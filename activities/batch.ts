@@ -1,10 +1,10 @@
 import path from 'node:path';
-import { episodeRows, writeArrowStream, type TrajectoryStore } from '../trajectory/index.js';
+import { episodeRows, writeArrowStream, type Store } from '../trajectory/index.js';
 import { GatewayAdminClient } from './gateway-admin.js';
 import type { ManifestFile } from './types.js';
 
 export interface BatchActivityDeps {
-  store: TrajectoryStore;
+  store: Store;
   /** Where batch files go: `<exportDir>/<batchId>/groups/<groupId>.arrow`. */
   exportDir: string;
   gateway: { url: string; adminToken: string };
@@ -23,7 +23,8 @@ export function createBatchActivities(deps: BatchActivityDeps) {
     async exportGroup(input: { batchId: string; groupId: string; episodeIds: string[] }): Promise<ManifestFile> {
       // Exactly the episodes the batch counts: a stale episode's re-run replaces it.
       const wanted = new Set(input.episodeIds);
-      const rows = episodeRows(deps.store, deps.store.listGroupEpisodes(input.batchId, input.groupId).filter((e) => wanted.has(e.episodeId)));
+      const episodes = await deps.store.listGroupEpisodes(input.batchId, input.groupId);
+      const rows = await episodeRows(deps.store, episodes.filter((e) => wanted.has(e.episodeId)));
       return writeArrowStream(groupFilePath(deps.exportDir, input.batchId, input.groupId), rows);
     },
 

@@ -5,7 +5,7 @@ import { SandboxError, type SandboxProvider } from '../sandbox/provider.js';
 import { evaluateReward, runnerMounts, workspaceDiff } from '../tasks/reward/index.js';
 import { workspaceDirOf } from '../tasks/workspace.js';
 import { secretPathsOf } from '../tasks/secret-paths.js';
-import type { TrajectoryStore } from '../trajectory/index.js';
+import type { Store } from '../trajectory/index.js';
 import type { SessionSummary } from '../gateway/session/session-manager.js';
 import { agentSidecarMounts, isBlackBoxAgent } from '../agents/presets/index.js';
 import {
@@ -20,7 +20,7 @@ import { taskSourcePath, type TaskCatalog } from './task-catalog.js';
 import type { EpisodeInput, EpisodeOutcome, RewardSummary, SandboxRef } from './types.js';
 
 export interface ActivityDeps {
-  store: TrajectoryStore;
+  store: Store;
   admission: AdmissionControl;
   sandbox: SandboxProvider;
   tasks: TaskCatalog;
@@ -64,7 +64,8 @@ async function withHeartbeat<T>(
   const ctx = Context.current();
   const beat = () => {
     ctx.heartbeat();
-    lease?.admission.renew(lease.lease);
+    // A failed renewal is retried on the next beat; the lease outlives several beats.
+    lease?.admission.renew(lease.lease).catch(() => undefined);
   };
   beat();
   const timer = setInterval(beat, 2_000);
@@ -87,18 +88,29 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createJanitorActivities({ sandbox: deps.sandbox }),
 
-    /** Waits for rollout capacity and returns the episode's home instance. */
+    /**
+     * Waits for rollout capacity and returns the episode's home instance. The wait ends when the
+     * episode is cancelled (the context's sleep throws), and a lease taken as the cancellation
+     * arrives is given back, so a cancelled episode never keeps a slot.
+     */
     async admitEpisode(input: { episodeId: string }): Promise<{ instance: string }> {
+      const ctx = Context.current();
       for (;;) {
-        const lease = deps.admission.tryAdmit(input.episodeId);
-        if (lease) return { instance: lease.instance };
-        Context.current().heartbeat();
+        const lease = await deps.admission.tryAdmit(input.episodeId);
+        if (lease) {
+          if (ctx.cancellationSignal.aborted) {
+            await deps.admission.release(input.episodeId);
+            throw ctx.cancellationSignal.reason;
+          }
+          return { instance: lease.instance };
+        }
+        ctx.heartbeat();
         await sleep(250);
       }
     },
 
     async releaseEpisode(input: { episodeId: string }): Promise<void> {
-      deps.admission.release(input.episodeId);
+      await deps.admission.release(input.episodeId);
     },
 
     /** Creates the agent's sandbox on this worker's host and says which queue reaches it. */
@@ -264,7 +276,7 @@ export function createActivities(deps: ActivityDeps) {
       tEpisodeS: number;
       tEnvS: number;
     }): Promise<void> {
-      deps.store.recordEpisode({
+      await deps.store.recordEpisode({
         episodeId: input.episodeId,
         batchId: input.episode.batchId,
         taskId: input.episode.taskId,

@@ -19,7 +19,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadCodec, type ChatMessage, type Codec } from '../gateway/codec/index.js';
 import { buildGateway } from '../gateway/server.js';
-import { TrajectoryStore, type SessionInfo } from '../trajectory/index.js';
+import { SqliteStore, type Store, type SessionInfo } from '../trajectory/index.js';
 
 const SESSIONS = (process.env.BENCH_SESSIONS ?? '1,64,256').split(',').map(Number);
 const TURNS = Number(process.env.BENCH_TURNS ?? 16);
@@ -75,15 +75,15 @@ async function gatewayPath(url: string, sessions: number, level: number): Promis
 }
 
 /** The prompts the gateway sent, per session in order, replayed straight to the engine. */
-async function directPath(engineUrl: string, store: TrajectoryStore, sessionIds: string[]): Promise<PathResult> {
-  const prompts = sessionIds.map((id) => {
+async function directPath(engineUrl: string, store: Store, sessionIds: string[]): Promise<PathResult> {
+  const prompts = await Promise.all(sessionIds.map(async (id) => {
     let tokens: number[] = [];
-    return store.loadTurns(id).map((t) => {
+    return (await store.loadTurns(id)).map((t) => {
       const prompt = [...tokens, ...t.promptDelta];
       tokens = [...prompt, ...t.sampled];
       return prompt;
     });
-  });
+  }));
   const latenciesMs: number[] = [];
   const started = performance.now();
   await Promise.all(
@@ -134,7 +134,7 @@ function encodeTimes(codec: Codec): { context: number; ms: number }[] {
 async function main(): Promise<void> {
   const codec = await loadCodec();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-gw-'));
-  const store = TrajectoryStore.open(path.join(dir, 'store.sqlite'));
+  const store = SqliteStore.open(path.join(dir, 'store.sqlite'));
   const script = { wanderProbability: 0, tasks: [{ taskId: 'bench', match: 'Benchmark session', solve: Array.from({ length: TURNS + 1 }, () => ({ thought: 'Look further.', tool: { name: 'shell', arguments: { command: 'grep -rn handler src' } } })) }] };
   // The engine runs in its own process, as a real one would: both paths then measure the same
   // engine, and the gateway's cost is what this process adds.

@@ -6,8 +6,6 @@ import { ConfigError, loadConfig, type Config } from '../stack/config.js';
 import { BatchRequestError, buildBatchInput, followBatch, formatProgress, formatSummary, startBatch } from '../stack/batches.js';
 import { dataPaths } from '../stack/paths.js';
 import { createSandboxProvider } from '../sandbox/index.js';
-import { AdmissionControl } from '../scheduler/index.js';
-import Database from 'better-sqlite3';
 import { startStack, startStandaloneWorker, type Stack } from '../stack/stack.js';
 import { TaskLoadError } from '../tasks/loader.js';
 import { groupsStream } from '../api/batch-files.js';
@@ -56,7 +54,7 @@ async function runBatchOnStack(stack: Stack, args: ParsedArgs, defaults: { tasks
   say(`starting batch ${input.batchId}: ${input.taskIds.length} tasks x ${input.n} samples, agent ${input.agentName}`);
   const handle = await startBatch(stack.client, stack.config, input);
   const manifest = await followWithProgress(handle);
-  const episodes = stack.store.listEpisodes(input.batchId).map((e) => ({ taskId: e.taskId, turns: e.numTurns, reward: e.reward }));
+  const episodes = (await stack.store.listEpisodes(input.batchId)).map((e) => ({ taskId: e.taskId, turns: e.numTurns, reward: e.reward }));
   say(formatSummary(manifest, episodes));
   return manifest;
 }
@@ -75,12 +73,7 @@ async function abandonBatch(stack: Stack, batchId: string): Promise<void> {
   for (const sandbox of await sandboxes.list()) {
     if (sandbox.labels.episode?.startsWith(`${batchId}/`)) await sandboxes.destroy(sandbox.id);
   }
-  const scheduler = new Database(dataPaths(stack.config.dataDir).scheduler);
-  try {
-    new AdmissionControl(scheduler, stack.engines, stack.config.admission).releaseAll(`${batchId}/`);
-  } finally {
-    scheduler.close();
-  }
+  await stack.store.releaseLeasesWithPrefix(`${batchId}/`);
   const stateDir = dataPaths(stack.config.dataDir).agentState;
   const prefix = encodeURIComponent(`${batchId}/`);
   for (const file of await readdir(stateDir)) if (file.startsWith(prefix)) await rm(path.join(stateDir, file), { force: true });

@@ -67,7 +67,7 @@ export function registerAdminRoutes(
     admin.post('/admin/v1/sessions/:id/close', async (request, reply) => {
       const body = CloseSessionBody.safeParse(request.body);
       if (!body.success) return reply.code(400).send({ error: { message: z.prettifyError(body.error), type: 'invalid_request_error' } });
-      const summary = deps.sessions.close((request.params as { id: string }).id, body.data.reason);
+      const summary = await deps.sessions.close((request.params as { id: string }).id, body.data.reason);
       if (!summary) return reply.code(404).send({ error: { message: 'no such session', type: 'not_found_error' } });
       deps.router.forgetSession(summary.sessionId);
       return summary;
@@ -82,7 +82,7 @@ export function registerAdminRoutes(
       const body = ResumeBody.safeParse(request.body);
       if (!body.success) return reply.code(400).send({ error: { message: z.prettifyError(body.error), type: 'invalid_request_error' } });
       try {
-        return deps.policy.resume(body.data.version);
+        return await deps.policy.resume(body.data.version);
       } catch (error) {
         if (error instanceof PolicyVersionError) return reply.code(400).send({ error: { message: error.message, type: 'invalid_request_error' } });
         throw error;

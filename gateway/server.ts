@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { createRouter, type Router } from '../scheduler/router.js';
-import type { TrajectoryStore } from '../trajectory/index.js';
+import type { Store } from '../trajectory/index.js';
 import { registerAdminRoutes } from './admin.js';
 import { BackendError, type Backend } from './backends/backend.js';
 import { createBackend } from './backends/index.js';
@@ -24,7 +24,7 @@ export interface EngineInstance {
 
 export interface GatewayOptions {
   codec: Codec;
-  store: TrajectoryStore;
+  store: Store;
   engines: EngineInstance[];
   /** Model name the engines serve. */
   modelName: string;
@@ -80,7 +80,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   const unknown = router.registry.names.filter((name) => !backends.has(name));
   if (unknown.length > 0) throw new Error(`the router places on engine instances not configured: ${unknown.join(', ')}`);
   const sessions = new SessionManager(options.store, options.codec);
-  const policy = new PolicyControl(options.store);
+  const policy = await PolicyControl.create(options.store);
   const deps: GatewayDeps = {
     sessions,
     modelName: options.modelName,

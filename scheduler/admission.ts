@@ -1,4 +1,3 @@
-import type Database from 'better-sqlite3';
 import type { InstanceConfig } from './instances.js';
 
 export interface AdmissionOptions {
@@ -26,27 +25,50 @@ export interface InstanceLoad {
 }
 
 /**
+ * Where leases live: the shared store (`trajectory/store`), so every worker on every host counts
+ * the same leases. Declared here by shape, as the scheduler imports nothing above it.
+ */
+export interface LeaseBook {
+  tryAdmit(
+    episodeId: string,
+    candidates: { instance: string; slots: number; available: boolean }[],
+    ttlMs: number,
+    now?: number,
+  ): Promise<{ episodeId: string; instance: string } | undefined>;
+  renewLease(episodeId: string, instance: string, ttlMs: number, now?: number): Promise<void>;
+  releaseLease(episodeId: string): Promise<void>;
+  releaseLeasesWithPrefix(prefix: string): Promise<number>;
+  listLeases(now?: number): Promise<{ episodeId: string; instance: string }[]>;
+  capLeases(ttlMs: number): Promise<void>;
+}
+
+/**
  * Episode admission: limits running episodes by engine capacity and picks each episode's home
- * instance (the least loaded, by share of slots in use). Leases live in SQLite so every worker
- * process on the machine sees the same counts and a crashed worker's leases expire.
+ * instance (the least loaded, by share of slots in use). The count is global: leases live in the
+ * shared store and a crashed worker's leases expire.
  */
 export class AdmissionControl {
-  constructor(
-    private readonly db: Database.Database,
+  private constructor(
+    private readonly leases: LeaseBook,
     private readonly instances: InstanceConfig[],
     private readonly options: AdmissionOptions,
-    /**
-     * Whether an instance may be a new episode's home now: the gateway's router passes its health
-     * so no episode is admitted to a dead engine. Default: every instance.
-     */
-    private readonly isAvailable: (instance: string) => boolean = () => true,
-  ) {
+    private readonly isAvailable: (instance: string) => boolean,
+  ) {}
+
+  /**
+   * @param isAvailable whether an instance may be a new episode's home now (its health), so no
+   *   episode is admitted to a dead engine. Default: every instance.
+   */
+  static async create(
+    leases: LeaseBook,
+    instances: InstanceConfig[],
+    options: AdmissionOptions,
+    isAvailable: (instance: string) => boolean = () => true,
+  ): Promise<AdmissionControl> {
     if (instances.length === 0) throw new Error('admission needs at least one engine instance');
-    db.exec(`CREATE TABLE IF NOT EXISTS admission_leases (
-      episode_id TEXT PRIMARY KEY, instance TEXT NOT NULL, expires_at INTEGER NOT NULL)`);
     // Leases taken under a longer TTL than configured now would otherwise block slots for longer.
-    const latest = Date.now() + options.leaseTtlMs;
-    db.prepare('UPDATE admission_leases SET expires_at = ? WHERE expires_at > ?').run(latest, latest);
+    await leases.capLeases(options.leaseTtlMs);
+    return new AdmissionControl(leases, instances, options, isAvailable);
   }
 
   private slots(instance: InstanceConfig): number {
@@ -54,11 +76,9 @@ export class AdmissionControl {
   }
 
   /** Current running episodes per instance (expired leases not counted). */
-  load(now = Date.now()): InstanceLoad[] {
-    const rows = this.db
-      .prepare('SELECT instance, COUNT(*) AS n FROM admission_leases WHERE expires_at > ? GROUP BY instance')
-      .all(now) as { instance: string; n: number }[];
-    const running = new Map(rows.map((r) => [r.instance, r.n]));
+  async load(now = Date.now()): Promise<InstanceLoad[]> {
+    const running = new Map<string, number>();
+    for (const lease of await this.leases.listLeases(now)) running.set(lease.instance, (running.get(lease.instance) ?? 0) + 1);
     return this.instances.map((i) => ({ instance: i.name, running: running.get(i.name) ?? 0, slots: this.slots(i) }));
   }
 
@@ -66,38 +86,23 @@ export class AdmissionControl {
    * Admits the episode if an instance has a free slot. Idempotent: an episode that already holds a
    * lease gets it back (a retried activity must not take a second slot).
    */
-  tryAdmit(episodeId: string, now = Date.now()): Lease | undefined {
-    return this.db.transaction((): Lease | undefined => {
-      const held = this.db
-        .prepare('SELECT instance FROM admission_leases WHERE episode_id = ? AND expires_at > ?')
-        .get(episodeId, now) as { instance: string } | undefined;
-      if (held) return { episodeId, instance: held.instance };
-      this.db.prepare('DELETE FROM admission_leases WHERE expires_at <= ?').run(now);
-      const free = this.load(now)
-        .filter((l) => l.running < l.slots && this.isAvailable(l.instance))
-        .sort((a, b) => a.running / a.slots - b.running / b.slots);
-      const pick = free[0];
-      if (!pick) return undefined;
-      this.db
-        .prepare('INSERT OR REPLACE INTO admission_leases (episode_id, instance, expires_at) VALUES (?, ?, ?)')
-        .run(episodeId, pick.instance, now + this.options.leaseTtlMs);
-      return { episodeId, instance: pick.instance };
-    }).immediate();
+  async tryAdmit(episodeId: string, now = Date.now()): Promise<Lease | undefined> {
+    const candidates = this.instances.map((i) => ({ instance: i.name, slots: this.slots(i), available: this.isAvailable(i.name) }));
+    const lease = await this.leases.tryAdmit(episodeId, candidates, this.options.leaseTtlMs, now);
+    return lease && { episodeId: lease.episodeId, instance: lease.instance };
   }
 
   /** Extends a running episode's lease (re-taking it if it had expired). */
-  renew(lease: Lease, now = Date.now()): void {
-    this.db
-      .prepare('INSERT OR REPLACE INTO admission_leases (episode_id, instance, expires_at) VALUES (?, ?, ?)')
-      .run(lease.episodeId, lease.instance, now + this.options.leaseTtlMs);
+  renew(lease: Lease, now = Date.now()): Promise<void> {
+    return this.leases.renewLease(lease.episodeId, lease.instance, this.options.leaseTtlMs, now);
   }
 
   /** Drops the leases of episodes whose id starts with `prefix` (an abandoned batch). */
-  releaseAll(prefix: string): number {
-    return this.db.prepare("DELETE FROM admission_leases WHERE substr(episode_id, 1, ?) = ?").run(prefix.length, prefix).changes;
+  releaseAll(prefix: string): Promise<number> {
+    return this.leases.releaseLeasesWithPrefix(prefix);
   }
 
-  release(episodeId: string): void {
-    this.db.prepare('DELETE FROM admission_leases WHERE episode_id = ?').run(episodeId);
+  release(episodeId: string): Promise<void> {
+    return this.leases.releaseLease(episodeId);
   }
 }

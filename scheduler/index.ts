@@ -1,4 +1,4 @@
-export { AdmissionControl, type AdmissionOptions, type InstanceLoad, type Lease } from './admission.js';
+export { AdmissionControl, type AdmissionOptions, type InstanceLoad, type Lease, type LeaseBook } from './admission.js';
 export type { InstanceConfig } from './instances.js';
 export { InstanceRegistry, REGISTRY_DEFAULTS, type InFlightCall, type RegisteredInstance, type RegistryOptions } from './registry.js';
 export { parsePrometheusText, readEngineMetrics, scrapeEngineMetrics, type EngineMetrics } from './metrics-scraper.js';

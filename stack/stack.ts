@@ -1,6 +1,5 @@
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
-import Database from 'better-sqlite3';
 import type { FastifyInstance } from 'fastify';
 import { mkdirSync } from 'node:fs';
 import { createActivities } from '../activities/index.js';
@@ -12,7 +11,7 @@ import { AdmissionControl, createRouter, type InstanceConfig } from '../schedule
 import { createSandboxProvider } from '../sandbox/index.js';
 import { bubblewrapTmpHostDir } from '../sandbox/bridge.js';
 import { scriptForTask } from '../tasks/solution-script.js';
-import { TrajectoryStore } from '../trajectory/index.js';
+import { SqliteStore, type Store } from '../trajectory/index.js';
 import { hostQueueOf, installWorkerRuntime, RolloutWorker } from '../workers/worker.js';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { ConfigError, type Config } from './config.js';
@@ -31,7 +30,7 @@ export interface Stack {
   apiUrl: string;
   engines: InstanceConfig[];
   client: Client;
-  store: TrajectoryStore;
+  store: Store;
   /** Present when this process runs a worker. */
   worker: RolloutWorker | undefined;
   stop(): Promise<void>;
@@ -121,8 +120,8 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
       engines = instances;
     }
 
-    const store = TrajectoryStore.open(paths.store);
-    stops.push(async () => store.close());
+    const store = SqliteStore.open(paths.store);
+    stops.push(() => store.close());
     const token = adminToken(config.dataDir);
     let gatewayUrl = config.gateway.url;
     let isAvailable: ((instance: string) => boolean) | undefined;
@@ -171,17 +170,13 @@ export async function startWorker(
     engines: InstanceConfig[];
     /** Whether an engine may take new episodes (the gateway's health view). Default: every engine. */
     isAvailable?: (instance: string) => boolean;
-    store: TrajectoryStore;
+    store: Store;
     tasks: TaskCatalog;
     workflowBundle?: WorkflowBundleWithSourceMap;
     stops: (() => Promise<void>)[];
   },
 ): Promise<RolloutWorker> {
   const paths = dataPaths(config.dataDir);
-  const schedulerDb = new Database(paths.scheduler);
-  schedulerDb.pragma('journal_mode = WAL');
-  schedulerDb.pragma('busy_timeout = 10000');
-  ctx.stops.push(async () => void schedulerDb.close());
   const hostQueue = hostQueueOf(config.temporal.taskQueue, config.worker.hostId);
   const sandbox = createSandboxProvider({
     provider: config.sandbox.provider,
@@ -196,7 +191,7 @@ export async function startWorker(
   ctx.stops.push(async () => sandbox.release?.());
   const activities = createActivities({
     store: ctx.store,
-    admission: new AdmissionControl(schedulerDb, ctx.engines, config.admission, ctx.isAvailable),
+    admission: await AdmissionControl.create(ctx.store, ctx.engines, config.admission, ctx.isAvailable),
     sandbox,
     tasks: ctx.tasks,
     gateway: { url: ctx.gatewayUrl, adminToken: adminToken(config.dataDir) },
@@ -240,8 +235,8 @@ export async function startStandaloneWorker(config: Config): Promise<{ worker: R
   if (!config.temporal.address) throw new ConfigError('a standalone worker needs temporal.address');
   if (!config.gateway.url) throw new ConfigError('a standalone worker needs gateway.url');
   const stops: (() => Promise<void>)[] = [];
-  const store = TrajectoryStore.open(dataPaths(config.dataDir).store);
-  stops.push(async () => store.close());
+  const store = SqliteStore.open(dataPaths(config.dataDir).store);
+  stops.push(() => store.close());
   const worker = await startWorker(config, {
     temporalAddress: config.temporal.address,
     gatewayUrl: config.gateway.url,

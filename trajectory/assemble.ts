@@ -1,4 +1,4 @@
-import type { ChainReport, EpisodeRecord, StoredTurn } from './store.js';
+import type { ChainReport, EpisodeRecord, StoredTurn } from './store/index.js';
 import type { TrajectoryRow } from './row.js';
 
 interface ReplyShape {

@@ -1,5 +1,4 @@
-export { TrajectoryStore } from './store.js';
-export type { ChainReport, EpisodeRecord, PolicyState, SessionInfo, SessionRecord, StoredTurn } from './store.js';
+export * from './store/index.js';
 export type { TrajectoryRow } from './row.js';
 export { assembleEpisode } from './assemble.js';
 export { rowsToTable, writeArrowStream, TRAJECTORY_COLUMNS, type ExportedFile } from './arrow-export.js';

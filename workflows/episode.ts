@@ -103,10 +103,12 @@ export async function episodeWorkflow(input: EpisodeInput): Promise<EpisodeSumma
   const status: EpisodeStatus = { phase: 'admitting', attempt: 0, instance: null, turns: 0, toolCalls: 0, outcome: null, reward: null };
   setHandler(statusQuery, () => status);
 
-  const { instance } = await admission.admitEpisode({ episodeId });
-  status.instance = instance;
   let lastError = '';
+  // Admission is inside the try: an episode cancelled while waiting, or just after it got a slot,
+  // still releases its lease (release is idempotent).
   try {
+    const { instance } = await admission.admitEpisode({ episodeId });
+    status.instance = instance;
     for (let attempt = 0; attempt < input.limits.maxInfraAttempts; attempt++) {
       status.attempt = attempt;
       try {

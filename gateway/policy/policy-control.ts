@@ -1,13 +1,7 @@
-import type { PolicyState } from '../../trajectory/index.js';
+import type { PolicyState, PolicyStore } from '../../trajectory/index.js';
 
 /** How a pause treats generations under way: let them finish, or abort them for resumption. */
 export type PauseMode = 'finish' | 'abort';
-
-/** Where the policy state is kept so a gateway restart finds it (the trajectory store). */
-export interface PolicyStateStore {
-  loadPolicy(): PolicyState;
-  savePolicy(state: PolicyState): void;
-}
 
 /** The answer to a pause, once no generation is under way. */
 export interface PauseResult {
@@ -75,9 +69,17 @@ export class PolicyControl {
   private reopen: (() => void) | undefined;
   private gate: Promise<void> = Promise.resolve();
 
-  constructor(private readonly store: PolicyStateStore) {
-    this.state = store.loadPolicy();
+  private constructor(
+    private readonly store: PolicyStore,
+    state: PolicyState,
+  ) {
+    this.state = state;
     if (this.state.paused) this.closeGate();
+  }
+
+  /** Starts from the stored state: a restarted gateway serves the same version and is still paused. */
+  static async create(store: PolicyStore): Promise<PolicyControl> {
+    return new PolicyControl(store, await store.loadPolicy());
   }
 
   /** The version and pause flag now. */
@@ -110,8 +112,7 @@ export class PolicyControl {
   /** Pauses (idempotent) and answers once no generation runs. */
   async pause(mode: PauseMode): Promise<PauseResult> {
     if (!this.state.paused) {
-      this.state = { ...this.state, paused: true };
-      this.store.savePolicy(this.state);
+      this.state = await this.store.pausePolicy();
       this.closeGate();
     }
     const underWay = [...this.leases];
@@ -122,12 +123,13 @@ export class PolicyControl {
   }
 
   /** Serves `version` from now on and ends a pause. */
-  resume(version: number): PolicyState {
+  async resume(version: number): Promise<PolicyState> {
     if (version < this.state.version) {
       throw new PolicyVersionError(`version ${version} is older than the version served, ${this.state.version}`);
     }
-    this.state = { version, paused: false };
-    this.store.savePolicy(this.state);
+    const { applied, state } = await this.store.resumePolicy(version);
+    if (!applied) throw new PolicyVersionError(`version ${version} is older than the version stored, ${state.version}`);
+    this.state = state;
     this.reopen?.();
     this.reopen = undefined;
     return { ...this.state };

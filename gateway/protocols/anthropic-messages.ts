@@ -68,9 +68,9 @@ function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   return parsed.data;
 }
 
-function sessionOf(deps: GatewayDeps, request: FastifyRequest): GatewaySession {
+function sessionOf(deps: GatewayDeps, request: FastifyRequest): Promise<GatewaySession> {
   const key = sessionKeyOf(request);
-  if (!key) throw new UnknownSessionError();
+  if (!key) return Promise.reject(new UnknownSessionError());
   return deps.sessions.get(key);
 }
 
@@ -82,14 +82,14 @@ export function registerAnthropicMessages(app: FastifyInstance, deps: GatewayDep
   app.setErrorHandler(anthropicErrorHandler);
 
   app.post('/v1/messages/count_tokens', async (request) => {
-    sessionOf(deps, request);
+    await sessionOf(deps, request);
     const { messages, tools } = lowerAnthropicRequest(parseBody(CountTokensRequest, request.body));
     // The prompt a new chain would send: full template render with the generation prompt.
     return { input_tokens: deps.turns.codec.encoder.encodeFirst(messages, tools).length };
   });
 
   app.post('/v1/messages', async (request, reply) => {
-    const session = sessionOf(deps, request);
+    const session = await sessionOf(deps, request);
     const body = parseBody(MessagesRequest, request.body);
     const turn: TurnInput = {
       ...lowerAnthropicRequest(body),

@@ -136,7 +136,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: GatewayDeps)
     let lowered: ReturnType<typeof lowerChatRequest>;
     let session;
     try {
-      session = deps.sessions.get(key);
+      session = await deps.sessions.get(key);
       lowered = lowerChatRequest(body);
     } catch (error) {
       if (error instanceof GatewayError) return openAiError(reply, error);

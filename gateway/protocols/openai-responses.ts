@@ -45,10 +45,10 @@ interface PreparedRequest {
   messages: ChatMessage[];
 }
 
-function prepare(deps: GatewayDeps, session: GatewaySession, body: ResponsesRequest): PreparedRequest {
+async function prepare(deps: GatewayDeps, session: GatewaySession, body: ResponsesRequest): Promise<PreparedRequest> {
   let items = body.input;
   if (body.previous_response_id) {
-    const stored = deps.turns.store.getResponse(session.record.sessionId, body.previous_response_id);
+    const stored = await deps.turns.store.getResponse(session.record.sessionId, body.previous_response_id);
     if (!stored) throw new PreviousResponseNotFoundError(body.previous_response_id);
     const earlier = StoredItems.parse([...(JSON.parse(stored.inputJson) as unknown[]), ...(JSON.parse(stored.outputJson) as unknown[])]);
     items = [...earlier, ...body.input];
@@ -99,8 +99,8 @@ export function registerResponses(app: FastifyInstance, deps: GatewayDeps): void
     let session: GatewaySession;
     let prepared: PreparedRequest;
     try {
-      session = deps.sessions.get(key);
-      prepared = prepare(deps, session, body);
+      session = await deps.sessions.get(key);
+      prepared = await prepare(deps, session, body);
     } catch (error) {
       if (error instanceof GatewayError) return openAiError(reply, error);
       throw error;
@@ -147,10 +147,10 @@ export function registerResponses(app: FastifyInstance, deps: GatewayDeps): void
         usage: usageOut(result.usage, reasoningTokens(sampled)),
       };
     };
-    const save = (end: ResponseEnd): void => {
+    const save = async (end: ResponseEnd): Promise<void> => {
       // Like the API, `store: false` responses cannot be continued by id (Codex re-sends everything).
       if (!header.store) return;
-      deps.turns.store.saveResponse({
+      await deps.turns.store.saveResponse({
         sessionId: session.record.sessionId,
         responseId: header.id,
         inputJson: JSON.stringify(prepared.items),
@@ -162,7 +162,7 @@ export function registerResponses(app: FastifyInstance, deps: GatewayDeps): void
       const result = await runTurn(deps.turns, session, turn);
       if (result.kind === 'aborted') return reply;
       const end = endOf(result);
-      save(end);
+      await save(end);
       return reply.send(responseObject(header, end));
     }
 
@@ -185,7 +185,7 @@ export function registerResponses(app: FastifyInstance, deps: GatewayDeps): void
       if (result.kind === 'aborted') return;
       const end = endOf(result, streamer.streamedIds());
       end.output = streamer.finish(end.output);
-      save(end);
+      await save(end);
       // Sent as `response.completed` even when incomplete: Codex treats `response.incomplete` as
       // an error and retries, where a budget answer must end its turn.
       events.send('response.completed', { response: responseObject(header, end) });

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { SessionInfo, TrajectoryStore } from '../../trajectory/index.js';
+import type { SessionInfo, Store } from '../../trajectory/index.js';
 import { UnknownSessionError } from './errors.js';
 import { GatewaySession } from './session.js';
 import type { Codec } from '../codec/index.js';
@@ -32,34 +32,34 @@ export class SessionManager {
   private readonly live = new Map<string, GatewaySession>();
 
   constructor(
-    private readonly store: TrajectoryStore,
+    private readonly store: Store,
     private readonly codec: Codec,
   ) {}
 
   /** Idempotent by session id: a retried open returns the first key. */
-  open(input: { sessionId: string; episodeId: string; attempt: number; info: SessionInfo }): { sessionId: string; key: string } {
-    const record = this.store.createSession({ ...input, key: `sk-${randomBytes(24).toString('hex')}` });
+  async open(input: { sessionId: string; episodeId: string; attempt: number; info: SessionInfo }): Promise<{ sessionId: string; key: string }> {
+    const record = await this.store.createSession({ ...input, key: `sk-${randomBytes(24).toString('hex')}` });
     return { sessionId: record.sessionId, key: record.key };
   }
 
   /** The open session for a key; throws for unknown or closed keys. */
-  get(key: string): GatewaySession {
+  async get(key: string): Promise<GatewaySession> {
     const cached = this.live.get(key);
     if (cached) return cached;
-    const record = this.store.getSessionByKey(key);
+    const record = await this.store.getSessionByKey(key);
     if (!record || record.status !== 'open') throw new UnknownSessionError();
-    const session = GatewaySession.restore(record, this.store.loadTurns(record.sessionId));
+    const session = GatewaySession.restore(record, await this.store.loadTurns(record.sessionId));
     this.live.set(key, session);
     return session;
   }
 
-  close(sessionId: string, reason: string): SessionSummary | undefined {
-    const record = this.store.getSession(sessionId);
+  async close(sessionId: string, reason: string): Promise<SessionSummary | undefined> {
+    const record = await this.store.getSession(sessionId);
     if (!record) return undefined;
-    const turns = this.store.loadTurns(sessionId);
+    const turns = await this.store.loadTurns(sessionId);
     const session = this.live.get(record.key) ?? GatewaySession.restore(record, turns);
-    this.store.saveChainReports(sessionId, session.chains.filter((c) => c.turns.length > 0).map((c) => driftReport(this.codec, c)));
-    this.store.closeSession(sessionId, session.terminationReason ?? reason);
+    await this.store.saveChainReports(sessionId, session.chains.filter((c) => c.turns.length > 0).map((c) => driftReport(this.codec, c)));
+    await this.store.closeSession(sessionId, session.terminationReason ?? reason);
     this.live.delete(record.key);
     const tokens = session.chains.reduce((sum, c) => sum + c.tokens.length, 0);
     const live = turns.filter((t) => !t.rolledBack);

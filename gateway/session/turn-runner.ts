@@ -1,5 +1,5 @@
 import { canonicalKey, type ChatMessage, type Codec, type ParsedTurn, type ToolSpec } from '../codec/index.js';
-import type { TrajectoryStore } from '../../trajectory/index.js';
+import type { Store } from '../../trajectory/index.js';
 import { routeChainId, type RouteCall, type Router } from '../../scheduler/router.js';
 import { BackendError, type Backend, type GenerateRequest, type GenerateResult } from '../backends/backend.js';
 import { generateResumable, type PolicyGate } from '../policy/resumable.js';
@@ -40,7 +40,7 @@ type BudgetResult = { kind: 'budget'; reason: BudgetReason; usage: TurnUsage };
 
 export interface TurnRunnerDeps {
   codec: Codec;
-  store: TrajectoryStore;
+  store: Store;
   /** The engine client for an instance name. */
   backendFor(instance: string): Backend;
   /** Chooses the instance of every generation. */
@@ -200,7 +200,7 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
     await session.lock.run(async () => {
       const replaced = plan.kind === 'rollback' ? chain.history[chain.history.length - 1] : undefined;
       const rolledBack = plan.kind === 'rollback' ? chain.turns[chain.turns.length - 1] : undefined;
-      deps.store.commitTurn(
+      await deps.store.commitTurn(
         {
           sessionId: session.record.sessionId,
           chainIndex: chain.index,
@@ -220,7 +220,7 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
           toolsJson: input.tools ? JSON.stringify(input.tools) : null,
           rolledBack: false,
         },
-        rolledBack?.seq,
+        { rolledBackSeq: rolledBack?.seq },
       );
       if (rolledBack) {
         session.rollbacks += 1;

@@ -15,7 +15,7 @@ import { evaluateReward, workspaceDiff, type RewardResult } from '../../tasks/re
 import { builtinPackDir, loadTasks } from '../../tasks/loader.js';
 import type { Task } from '../../tasks/schema.js';
 import { scriptForTask } from '../../tasks/solution-script.js';
-import { TrajectoryStore, type StoredTurn } from '../../trajectory/index.js';
+import { SqliteStore, type Store, type StoredTurn } from '../../trajectory/index.js';
 import { openTestSession, sessionInfo, startTestGateway } from '../helpers/gateway.js';
 import { testCodec } from '../helpers/stack.js';
 
@@ -24,7 +24,7 @@ const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** Engine, gateway and sandbox provider for running real agent programs against the scripted policy. */
 export interface AgentStack {
   engine: EngineSim;
-  store: TrajectoryStore;
+  store: Store;
   gateway: FastifyInstance;
   gatewayUrl: string;
   sandbox: SandboxProvider;
@@ -44,7 +44,7 @@ export async function startAgentStack(): Promise<AgentStack> {
   });
   // Short: the bridge's Unix socket lives under it.
   const dir = mkdtempSync(path.join(os.tmpdir(), 'ag-'));
-  const store = TrajectoryStore.open(path.join(dir, 'store.sqlite'));
+  const store = SqliteStore.open(path.join(dir, 'store.sqlite'));
   const { gateway, url: gatewayUrl } = await startTestGateway(store, [{ name: 'e0', kind: 'vllm', url: engine.url }]);
   const rootDir = path.join(dir, 'sb');
   // As the worker does: the project (and so the task pack and hidden tests) is invisible inside.
@@ -126,7 +126,7 @@ export async function runAgentEpisode(
       { provider: stack.sandbox },
       { task, agentDiff, idempotencyKey: `${sessionId}:0` },
     );
-    return { sessionId, result, reward, turns: stack.store.loadTurns(sessionId) };
+    return { sessionId, result, reward, turns: (await stack.store.loadTurns(sessionId)) };
   } finally {
     await stack.sandbox.destroy(info.id);
   }

@@ -125,7 +125,7 @@ describe('the HTTP batch API on a real stack', () => {
     rows = answer.rows;
     const finished = new Set(manifest.groups.filter((g) => g.status === 'finished').map((g) => g.group_id));
     expect(finished.size).toBeGreaterThan(0);
-    const stored = episodeRows(stack.store, stack.store.listEpisodes(batchId).filter((e) => finished.has(e.groupId)));
+    const stored = await episodeRows(stack.store, (await stack.store.listEpisodes(batchId)).filter((e) => finished.has(e.groupId)));
     expect(rows.map((r) => r.trajectory_id).sort()).toEqual(stored.map((r) => r.trajectory_id).sort());
     const byId = new Map(stored.map((r) => [r.trajectory_id, r]));
     for (const row of rows) {

@@ -73,11 +73,11 @@ describe('a batch of the built-in task pack on a real Temporal server', () => {
 
   it('gives every episode the reward its hidden tests decide', async () => {
     const tasks = new Map((await loadTasks(builtinPackDir())).map((t) => [t.instance_id, scriptForTask(t)]));
-    const episodes = stack.store.listEpisodes(batchId);
+    const episodes = (await stack.store.listEpisodes(batchId));
     expect(episodes).toHaveLength(16);
     for (const episode of episodes) {
       // The scripted policy's first thought says which path it took: the solution or a wrong turn.
-      const first = stack.store.loadTurns(episode.sessionId!)[0]!;
+      const first = (await stack.store.loadTurns(episode.sessionId!))[0]!;
       const thought = (JSON.parse(first.replyJson) as { reasoning_content?: string }).reasoning_content;
       const script = tasks.get(episode.taskId)!;
       expect([script.solve[0]!.thought, script.wander[0]!.thought]).toContain(thought);

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
 import type { EngineInstance } from '../../gateway/server.js';
 import { createRouter, type Router } from '../../scheduler/router.js';
-import type { TrajectoryStore } from '../../trajectory/index.js';
+import type { Store } from '../../trajectory/index.js';
 import { openTestSession, sessionInfo, SHELL_TOOLS, startTestGateway, tempStore, widgetScript } from '../helpers/gateway.js';
 import { testCodec } from '../helpers/stack.js';
 
@@ -26,7 +26,7 @@ const names = ['e0', 'e1', 'e2', 'e3'] as const;
 const sims = new Map<string, EngineSim>();
 const closed = new Set<string>();
 let hog: AbortController;
-let store: TrajectoryStore;
+let store: Store;
 let router: Router;
 let place: MockInstance<Router['policy']['route']>;
 let gateway: FastifyInstance;
@@ -205,7 +205,7 @@ describe("the router's token-level admission behind the gateway", () => {
   const KV = 2_000;
   let sim: EngineSim;
   let gated: Router;
-  let gatedStore: TrajectoryStore;
+  let gatedStore: Store;
   let gatedGateway: FastifyInstance;
   let gatedUrl: string;
 

@@ -37,7 +37,7 @@ describe('sandbox creation failing 30% of the time', () => {
     expect(manifest.status).toBe('complete');
     expect(manifest.groups.flatMap((g) => g.rewards)).toEqual(new Array(16).fill(1));
     let injected = 0;
-    for (const e of stack.store.listEpisodes(batchId)) injected += await failedCreates(stack, e.episodeId);
+    for (const e of (await stack.store.listEpisodes(batchId))) injected += await failedCreates(stack, e.episodeId);
     // Seeded injection: the failures really happened and were absorbed by retries.
     expect(injected).toBeGreaterThan(0);
   });

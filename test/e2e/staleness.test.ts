@@ -8,7 +8,7 @@ import type { Config } from '../../stack/config.js';
 import { adminToken } from '../../stack/paths.js';
 import { startStack, type Stack } from '../../stack/stack.js';
 import { builtinPackDir, loadTasks } from '../../tasks/loader.js';
-import type { TrajectoryRow } from '../../trajectory/index.js';
+import type { SqliteStore, TrajectoryRow } from '../../trajectory/index.js';
 import type { batchWorkflow } from '../../workflows/batch.js';
 import { episodeIdOf } from '../../workflows/batch.js';
 import { progressQuery } from '../../workflows/queries.js';
@@ -47,19 +47,19 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The newest session of an episode, as the gateway stored it. */
 function latestSession(episodeId: string): { sessionId: string; status: string } | undefined {
-  const row = stack.store.db
+  const row = (stack.store as SqliteStore).db
     .prepare('SELECT session_id, status FROM sessions WHERE episode_id = ? ORDER BY attempt DESC LIMIT 1')
     .get(episodeId) as { session_id: string; status: string } | undefined;
   return row && { sessionId: row.session_id, status: row.status };
 }
 
-function liveTurns(sessionId: string) {
-  return stack.store.loadTurns(sessionId).filter((t) => !t.rolledBack);
+async function liveTurns(sessionId: string) {
+  return (await stack.store.loadTurns(sessionId)).filter((t) => !t.rolledBack);
 }
 
 /** Policy versions of every live sampled token of a session. */
-function sampledVersions(sessionId: string): number[] {
-  return liveTurns(sessionId).flatMap((t) => t.sampledVersions);
+async function sampledVersions(sessionId: string): Promise<number[]> {
+  return (await liveTurns(sessionId)).flatMap((t) => t.sampledVersions);
 }
 
 /**
@@ -67,11 +67,11 @@ function sampledVersions(sessionId: string): number[] {
  * cannot end before it calls the model again. Fresh: no turn yet, so every token it samples
  * comes later. Ending: anything else (it may finish without sampling again).
  */
-function runningState(episodeId: string): 'mid-run' | 'fresh' | 'ending' {
+async function runningState(episodeId: string): Promise<'mid-run' | 'fresh' | 'ending'> {
   const session = latestSession(episodeId);
   if (!session) return 'fresh';
   if (session.status !== 'open') return 'ending';
-  const turns = liveTurns(session.sessionId);
+  const turns = await liveTurns(session.sessionId);
   if (turns.length === 0) return 'fresh';
   const last = turns[turns.length - 1]!;
   // `submit` ends the built-in agent's episode without another model call.
@@ -97,21 +97,22 @@ async function workflowState(id: string): Promise<'running' | 'closed' | 'absent
  * HTTP, so the store shows every turn sampled before the pause.
  */
 async function tryBump(handle: WorkflowHandle<typeof batchWorkflow>, ids: string[]): Promise<Bump | null> {
-  if (!ids.some((id) => runningState(id) === 'mid-run')) return null;
+  if (!(await Promise.all(ids.map(runningState))).includes('mid-run')) return null;
   const { version } = await admin.pausePolicy('finish');
   const before = await handle.query(progressQuery);
   const states = await Promise.all(ids.map(workflowState));
   const after = await handle.query(progressQuery);
   const closed = ids.filter((_, i) => states[i] === 'closed');
   const running = ids.filter((_, i) => states[i] === 'running');
-  const midRun = running.filter((id) => runningState(id) === 'mid-run');
+  const runningStates = await Promise.all(running.map(runningState));
+  const midRun = running.filter((_, i) => runningStates[i] === 'mid-run');
   const clear =
     before.done === after.done &&
     closed.length === after.done &&
     after.done > 0 &&
     midRun.length > 0 &&
     states.includes('absent') &&
-    running.every((id) => runningState(id) !== 'ending');
+    !runningStates.includes('ending');
   if (!clear) {
     await admin.resumePolicy(version);
     return null;
@@ -180,14 +181,14 @@ afterAll(async () => {
 });
 
 describe('a staleness bound of 0 with a weight update in the middle of a batch', () => {
-  it('tags each episode with the versions it sampled: mid-run ones span the update, later ones are new', () => {
+  it('tags each episode with the versions it sampled: mid-run ones span the update, later ones are new', async () => {
     for (const run of runs.values()) {
       const { oldVersion, newVersion, judgedBefore, midRun } = run.bump;
-      const episodes = stack.store.listEpisodes(run.manifest.batch_id).filter((e) => !RERUN_ID.test(e.episodeId));
+      const episodes = (await stack.store.listEpisodes(run.manifest.batch_id)).filter((e) => !RERUN_ID.test(e.episodeId));
       expect(episodes).toHaveLength(taskIds.length * N);
       let fresh = 0;
       for (const episode of episodes) {
-        const versions = sampledVersions(episode.sessionId!);
+        const versions = await sampledVersions(episode.sessionId!);
         const span = [Math.min(...versions), Math.max(...versions)];
         if (midRun.has(episode.episodeId)) expect(span, episode.episodeId).toEqual([oldVersion, newVersion]);
         else if (judgedBefore.has(episode.episodeId)) expect(span, episode.episodeId).toEqual([oldVersion, oldVersion]);
@@ -231,7 +232,7 @@ describe('a staleness bound of 0 with a weight update in the middle of a batch',
     }
   });
 
-  it('rerun: re-runs each mid-run episode as .r1 on the new version and exports it in its place', () => {
+  it('rerun: re-runs each mid-run episode as .r1 on the new version and exports it in its place', async () => {
     const run = runs.get('rerun')!;
     const { oldVersion, newVersion, judgedBefore, midRun } = run.bump;
     const { manifest } = run;
@@ -242,12 +243,12 @@ describe('a staleness bound of 0 with a weight update in the middle of a batch',
       expect(group.rewards.every((r) => r !== null)).toBe(true);
     }
 
-    const stored = new Map(stack.store.listEpisodes(manifest.batch_id).map((e) => [e.episodeId, e]));
+    const stored = new Map((await stack.store.listEpisodes(manifest.batch_id)).map((e) => [e.episodeId, e]));
     const rows = groupRows(manifest);
     for (const id of midRun) {
       const rerun = stored.get(`${id}.r1`);
       expect(rerun, `${id}.r1`).toBeDefined();
-      expect(new Set(sampledVersions(rerun!.sessionId!))).toEqual(new Set([newVersion]));
+      expect(new Set(await sampledVersions(rerun!.sessionId!))).toEqual(new Set([newVersion]));
       const { groupId, sample } = sampleOf(run, id);
       expect(manifest.groups.find((g) => g.group_id === groupId)!.rewards[sample]).toBe(rerun!.reward);
       const sampleRows = rows.filter((r) => r.group_id === groupId && r.episode_index === sample);

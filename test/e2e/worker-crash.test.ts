@@ -58,7 +58,7 @@ describe('a worker killed in the middle of a batch', () => {
     expect(manifest.status).toBe('complete');
     expect(manifest.groups.every((g) => g.n_ok === 2)).toBe(true);
 
-    const episodes = stack.store.listEpisodes(batchId);
+    const episodes = (await stack.store.listEpisodes(batchId));
     expect(episodes).toHaveLength(16);
     expect(new Set(episodes.map((e) => e.episodeId)).size).toBe(16);
     const rows = manifest.files.flatMap((f) => readTrajectories(f.uri));

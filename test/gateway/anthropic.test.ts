@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
-import type { TrajectoryStore } from '../../trajectory/index.js';
+import type { Store } from '../../trajectory/index.js';
 import { openTestSession, sessionInfo, startTestGateway, tempStore } from '../helpers/gateway.js';
 import { testCodec } from '../helpers/stack.js';
 
@@ -46,7 +46,7 @@ const script = {
 };
 
 let engine: EngineSim;
-let store: TrajectoryStore;
+let store: Store;
 let gateway: FastifyInstance;
 let url: string;
 
@@ -168,7 +168,7 @@ describe('gateway: Anthropic Messages', () => {
     expect(typeof thinking.signature).toBe('string');
     expect(call).toMatchObject({ type: 'tool_use', name: 'Bash', input: { command: 'ls' } });
     expect(call.id).toMatch(/^toolu_/);
-    const [turn] = store.loadTurns('a-basic');
+    const [turn] = (await store.loadTurns('a-basic'));
     const usage = r.json.usage;
     expect(usage.input_tokens + usage.cache_read_input_tokens).toBe(turn!.promptDelta.length);
     expect(usage.output_tokens).toBe(turn!.sampled.length);
@@ -205,7 +205,7 @@ describe('gateway: Anthropic Messages', () => {
     }
     expect(answers.map((a) => a.stop_reason)).toEqual(['tool_use', 'tool_use', 'end_turn']);
     expect(answers[2].content.at(-1)).toEqual({ type: 'text', text: 'The gadget is fixed.' });
-    const turns = store.loadTurns('a-chain');
+    const turns = (await store.loadTurns('a-chain'));
     expect(turns.map((t) => [t.chainIndex, t.rolledBack])).toEqual([
       [0, false],
       [0, false],
@@ -271,7 +271,7 @@ describe('gateway: Anthropic Messages', () => {
 
     const delta = events.at(-2)!.data;
     expect(delta.delta).toEqual({ stop_reason: 'tool_use', stop_sequence: null });
-    const [turn] = store.loadTurns('a-stream');
+    const [turn] = (await store.loadTurns('a-stream'));
     expect(delta.usage.output_tokens).toBe(turn!.sampled.length);
     expect(delta.usage.input_tokens + delta.usage.cache_read_input_tokens).toBe(
       turn!.promptDelta.length,
@@ -301,7 +301,7 @@ describe('gateway: Anthropic Messages', () => {
       .map((e) => e.data.delta.text)
       .join('');
     expect(text.trim()).toBe('Reading it now.');
-    expect(store.loadTurns('a-stream-chain').map((t) => [t.chainIndex, t.rolledBack])).toEqual([
+    expect((await store.loadTurns('a-stream-chain')).map((t) => [t.chainIndex, t.rolledBack])).toEqual([
       [0, false],
       [0, false],
     ]);
@@ -315,9 +315,7 @@ describe('gateway: Anthropic Messages', () => {
         200,
       );
     }
-    const [one, two] = ['a-billing-1', 'a-billing-2'].map(
-      (s) => store.loadTurns(s)[0]!.promptDelta,
-    );
+    const [one, two] = await Promise.all(['a-billing-1', 'a-billing-2'].map(async (s) => (await store.loadTurns(s))[0]!.promptDelta));
     expect(one).toEqual(two);
     const codec = await testCodec();
     expect(codec.tokenizer.decode(one!)).not.toContain('billing');
@@ -331,7 +329,7 @@ describe('gateway: Anthropic Messages', () => {
     });
     expect(r.status).toBe(200);
     const codec = await testCodec();
-    const prompt = codec.tokenizer.decode(store.loadTurns('a-system')[0]!.promptDelta);
+    const prompt = codec.tokenizer.decode((await store.loadTurns('a-system'))[0]!.promptDelta);
     expect(prompt).toContain(
       '<|im_start|>user\nFix the gadget please.\n\n<system-reminder>\nUse the model you are.\n</system-reminder><|im_end|>',
     );
@@ -356,7 +354,7 @@ describe('gateway: Anthropic Messages', () => {
         },
       ],
     });
-    expect(store.loadTurns('a-forms').map((t) => [t.chainIndex, t.rolledBack])).toEqual([
+    expect((await store.loadTurns('a-forms')).map((t) => [t.chainIndex, t.rolledBack])).toEqual([
       [0, false],
       [0, false],
     ]);
@@ -372,7 +370,7 @@ describe('gateway: Anthropic Messages', () => {
     expect(r.json.usage.input_tokens + r.json.usage.cache_read_input_tokens).toBe(
       count.json.input_tokens,
     );
-    expect(store.loadTurns('a-count')[0]!.promptDelta).toHaveLength(count.json.input_tokens);
+    expect((await store.loadTurns('a-count'))[0]!.promptDelta).toHaveLength(count.json.input_tokens);
   });
 
   it('serves ?beta=true and the /s/<key> prefix', async () => {
@@ -414,7 +412,7 @@ describe('gateway: Anthropic Messages', () => {
       .join('');
     expect(JSON.parse(text)).toEqual({ title: 'Done.' });
     const codec = await testCodec();
-    expect(codec.tokenizer.decode(store.loadTurns('a-title')[0]!.sampled)).toContain(
+    expect(codec.tokenizer.decode((await store.loadTurns('a-title'))[0]!.sampled)).toContain(
       'Done.<|im_end|>',
     );
   });
@@ -489,7 +487,7 @@ describe('gateway: Anthropic Messages', () => {
       status: 400,
       json: envelope('invalid_request_error'),
     });
-    expect(store.loadTurns('a-errors')).toEqual([]);
+    expect((await store.loadTurns('a-errors'))).toEqual([]);
   });
 
   it('reports engine failures as retryable errors, in the stream once it started', async () => {

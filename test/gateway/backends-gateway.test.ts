@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
-import type { TrajectoryStore } from '../../trajectory/index.js';
+import type { Store } from '../../trajectory/index.js';
 import { openTestSession, sessionInfo, SHELL_TOOLS, startTestGateway, tempStore } from '../helpers/gateway.js';
 import { testCodec } from '../helpers/stack.js';
 
@@ -26,7 +26,7 @@ const first = [
 
 /** Twin engines (same seed and script), one behind each API. */
 const engines: Record<'sg' | 'vl', EngineSim | undefined> = { sg: undefined, vl: undefined };
-let store: TrajectoryStore;
+let store: Store;
 let gateway: FastifyInstance;
 let url: string;
 
@@ -74,7 +74,7 @@ describe('gateway with an SGLang engine', () => {
     await runEpisode('s-sglang', 'sg');
     await runEpisode('s-vllm', 'vl');
     const codec = await testCodec();
-    const sglang = store.loadTurns('s-sglang');
+    const sglang = (await store.loadTurns('s-sglang'));
     expect(sglang).toHaveLength(2);
     for (const turn of sglang) {
       expect(turn.sampled.at(-1)).toBe(codec.encoder.endOfTurnId);
@@ -83,6 +83,6 @@ describe('gateway with an SGLang engine', () => {
     }
     expect(engines.sg!.stats()).toMatchObject({ requestsFinished: 2, running: 0 });
     const strip = (turns: typeof sglang) => turns.map((t) => ({ promptDelta: t.promptDelta, sampled: t.sampled, logprobs: t.logprobs }));
-    expect(strip(sglang)).toEqual(strip(store.loadTurns('s-vllm')));
+    expect(strip(sglang)).toEqual(strip((await store.loadTurns('s-vllm'))));
   });
 });

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
-import type { TrajectoryStore } from '../../trajectory/index.js';
+import type { Store } from '../../trajectory/index.js';
 import { closeTestSession, openTestSession, sessionInfo, SHELL_TOOLS, startTestGateway, tempStore, widgetScript } from '../helpers/gateway.js';
 import { readSseData } from '../../gateway/backends/sse.js';
 import { testCodec } from '../helpers/stack.js';
@@ -12,7 +12,7 @@ const script = { wanderProbability: 0, tasks: [widgetScript()] };
 let engine: EngineSim;
 /** Slow enough (20x real time) that a client can leave mid-generation. */
 let slowEngine: EngineSim;
-let store: TrajectoryStore;
+let store: Store;
 let gateway: FastifyInstance;
 let url: string;
 
@@ -64,7 +64,7 @@ describe('gateway: OpenAI Chat Completions with token-in-token-out chains', () =
     expect(choice.finish_reason).toBe('tool_calls');
     expect(choice.message.reasoning_content).toBe('List the files first.');
     expect(choice.message.tool_calls[0].function).toEqual({ name: 'shell', arguments: '{"command":"ls"}' });
-    const turns = store.loadTurns('s-basic');
+    const turns = (await store.loadTurns('s-basic'));
     expect(turns).toHaveLength(1);
     expect(r.json.usage.prompt_tokens).toBe(turns[0]!.promptDelta.length);
     expect(r.json.usage.completion_tokens).toBe(turns[0]!.sampled.length);
@@ -85,7 +85,7 @@ describe('gateway: OpenAI Chat Completions with token-in-token-out chains', () =
     const echoed = [{ role: 'system', content: [{ type: 'text', text: 'You are an agent.' }] }, ...second.slice(1).map((m) => ({ ...m, reasoning_content: undefined }))];
     const retry = await chat(key, { messages: echoed, tools });
     expect(retry.status).toBe(200);
-    const turns = store.loadTurns('s-chain');
+    const turns = (await store.loadTurns('s-chain'));
     expect(turns.map((t) => [t.chainIndex, t.rolledBack])).toEqual([[0, false], [0, true], [0, false]]);
     const [a, , c] = turns;
     // Turn 2's prompt is turn 1's tokens plus the encoded tool result.
@@ -100,7 +100,7 @@ describe('gateway: OpenAI Chat Completions with token-in-token-out chains', () =
     const key = await openSession('s-chains');
     await chat(key, { messages: first, tools });
     await chat(key, { messages: [{ role: 'user', content: 'Write a title for this conversation.' }] });
-    expect(new Set(store.loadTurns('s-chains').map((t) => t.chainIndex))).toEqual(new Set([0, 1]));
+    expect(new Set((await store.loadTurns('s-chains')).map((t) => t.chainIndex))).toEqual(new Set([0, 1]));
   });
 
   it('streams reasoning, content and tool calls, then usage and [DONE]', async () => {
@@ -122,7 +122,7 @@ describe('gateway: OpenAI Chat Completions with token-in-token-out chains', () =
     expect(chunks.find((c) => c.choices[0]?.finish_reason)!.choices[0].finish_reason).toBe('tool_calls');
     const usage = chunks.at(-1).usage;
     expect(usage.prompt_tokens + usage.completion_tokens).toBe(usage.total_tokens);
-    expect(store.loadTurns('s-stream')[0]!.sampled).toHaveLength(usage.completion_tokens);
+    expect((await store.loadTurns('s-stream'))[0]!.sampled).toHaveLength(usage.completion_tokens);
   });
 
   it('keeps committed turns across a gateway restart', async () => {
@@ -133,7 +133,7 @@ describe('gateway: OpenAI Chat Completions with token-in-token-out chains', () =
     const a1 = t1.json.choices[0].message;
     const t2 = await chat(key, { messages: [...first, a1, { role: 'tool', content: 'widget.py' }], tools });
     expect(t2.status).toBe(200);
-    const turns = store.loadTurns('s-restart');
+    const turns = (await store.loadTurns('s-restart'));
     expect(turns.map((t) => t.chainIndex)).toEqual([0, 0]);
     expect(t2.json.usage.prompt_tokens).toBe(turns[0]!.promptDelta.length + turns[0]!.sampled.length + turns[1]!.promptDelta.length);
   });
@@ -157,7 +157,7 @@ describe('gateway: OpenAI Chat Completions with token-in-token-out chains', () =
     ]);
     expect(main.status).toBe(200);
     expect(title.status).toBe(200);
-    const turns = store.loadTurns('s-concurrent');
+    const turns = (await store.loadTurns('s-concurrent'));
     expect(turns.map((t) => t.chainIndex).sort()).toEqual([0, 1]);
     expect(turns.every((t) => !t.rolledBack)).toBe(true);
   });
@@ -181,7 +181,7 @@ describe('gateway: OpenAI Chat Completions with token-in-token-out chains', () =
     // The next call starts the chain afresh: nothing of the aborted generation was committed.
     const next = await chat(key, { messages: first, tools });
     expect(next.status).toBe(200);
-    const turns = store.loadTurns('s-abort');
+    const turns = (await store.loadTurns('s-abort'));
     expect(turns).toHaveLength(1);
     expect(next.json.usage.prompt_tokens).toBe(turns[0]!.promptDelta.length);
   });
@@ -193,7 +193,7 @@ describe('gateway: OpenAI Chat Completions with token-in-token-out chains', () =
     const p1 = (await chat(plain, { messages: first, tools })).json.choices[0].message;
     await chat(plain, { messages: [...first, p1, { role: 'tool', content: 'widget.py' }], tools });
     await closeSession('s-nodrift');
-    expect(store.loadChainReports('s-nodrift')).toEqual([{ chainIndex: 0, driftOffset: -1, driftTurns: 0 }]);
+    expect((await store.loadChainReports('s-nodrift'))).toEqual([{ chainIndex: 0, driftOffset: -1, driftTurns: 0 }]);
     // A new user turn after reasoning: Qwen3's template drops the earlier <think>, the chain keeps it.
     const key = await openSession('s-drift');
     const a1 = (await chat(key, { messages: first, tools })).json.choices[0].message;
@@ -201,10 +201,10 @@ describe('gateway: OpenAI Chat Completions with token-in-token-out chains', () =
     const a2 = (await chat(key, { messages: history, tools })).json.choices[0].message;
     await chat(key, { messages: [...history, a2, { role: 'user', content: 'Also check the tests.' }], tools });
     await closeSession('s-drift');
-    const [report] = store.loadChainReports('s-drift');
+    const [report] = (await store.loadChainReports('s-drift'));
     expect(report!.driftOffset).toBeGreaterThan(0);
     expect(report!.driftTurns).toBeGreaterThanOrEqual(1);
-    const turns = store.loadTurns('s-drift');
+    const turns = (await store.loadTurns('s-drift'));
     expect(report!.driftOffset).toBeLessThan(turns[0]!.promptDelta.length + turns[0]!.sampled.length);
   });
 

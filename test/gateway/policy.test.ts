@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
 import { readSseData } from '../../gateway/backends/sse.js';
 import { GatewayAdminClient } from '../../activities/gateway-admin.js';
-import { TrajectoryStore } from '../../trajectory/index.js';
+import { SqliteStore, type Store } from '../../trajectory/index.js';
 import { closeTestSession, openTestSession, sessionInfo, startTestGateway, tempStore, TEST_ADMIN_TOKEN } from '../helpers/gateway.js';
 import { testCodec } from '../helpers/stack.js';
 
@@ -20,7 +20,7 @@ const script = {
 
 type Kind = 'sglang' | 'vllm';
 const engines: Partial<Record<Kind, EngineSim>> = {};
-let store: TrajectoryStore;
+let store: Store;
 let storeFile: string;
 let gateway: FastifyInstance;
 let url: string;
@@ -38,7 +38,7 @@ beforeAll(async () => {
   engines.sglang = await startEngineSim({ tokenizer, script, timeScale: 0.5, seed: 5 });
   engines.vllm = await startEngineSim({ tokenizer, script, timeScale: 0.5, seed: 5 });
   store = tempStore('gw-policy-');
-  storeFile = store.db.name;
+  storeFile = (store as SqliteStore).db.name;
   await startGateway();
 });
 
@@ -152,8 +152,8 @@ describe('gateway policy state', () => {
     expect(await admin('/admin/v1/policy/resume', { version: 1 })).toEqual({ status: 200, json: { version: 1, paused: false } });
     const answer = (await (await waiting).json()) as any;
     expect(answer.choices[0].message.content).toBe('Noted.');
-    const [finished] = store.loadTurns('p-finish');
-    const [waited] = store.loadTurns('p-finish-2');
+    const [finished] = (await store.loadTurns('p-finish'));
+    const [waited] = (await store.loadTurns('p-finish-2'));
     expect(new Set(finished!.sampledVersions)).toEqual(new Set([0]));
     expect(finished!.finishReason).toBe('stop');
     expect(new Set(waited!.sampledVersions)).toEqual(new Set([1]));
@@ -192,7 +192,7 @@ describe('gateway policy state', () => {
       expect(stream.content().trim()).toBe(ANSWER);
       expect(stream.finishReason()).toBe('stop');
 
-      const [turn] = store.loadTurns(sessionId);
+      const [turn] = (await store.loadTurns(sessionId));
       const { tokenizer } = await testCodec();
       expect(turn!.finishReason).toBe('abort_resumed');
       const cut = turn!.sampledVersions.indexOf(to);
@@ -217,7 +217,7 @@ describe('gateway policy state', () => {
     await updateWeights('sglang', version + 5);
     const key = await openTestSession(url, 'p-engine-version', sessionInfo({ homeInstance: 'sglang', taskId: 'note' }));
     expect((await chat(key, { messages: messages('Write a note') })).status).toBe(200);
-    expect(new Set(store.loadTurns('p-engine-version')[0]!.sampledVersions)).toEqual(new Set([version + 5]));
+    expect(new Set((await store.loadTurns('p-engine-version'))[0]!.sampledVersions)).toEqual(new Set([version + 5]));
   });
 
   it('keeps the version and the pause across a gateway restart', async () => {
@@ -226,7 +226,7 @@ describe('gateway policy state', () => {
     const { version } = await client().policy();
     await gateway.close();
     store.close();
-    store = TrajectoryStore.open(storeFile);
+    store = SqliteStore.open(storeFile);
     await startGateway();
     expect(await client().policy()).toEqual({ version, paused: true });
     // Still paused after the restart: a call waits for the resume.
@@ -235,7 +235,7 @@ describe('gateway policy state', () => {
     await updateWeights('vllm', version + 1);
     expect(await client().resumePolicy(version + 1)).toEqual({ version: version + 1, paused: false });
     expect((await waiting).status).toBe(200);
-    expect(new Set(store.loadTurns('p-restart')[0]!.sampledVersions)).toEqual(new Set([version + 1]));
+    expect(new Set((await store.loadTurns('p-restart'))[0]!.sampledVersions)).toEqual(new Set([version + 1]));
     await expect(client().resumePolicy(version)).rejects.toThrow(/400/);
   });
 });

@@ -4,7 +4,7 @@ import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
 import { canonicalKey } from '../../gateway/codec/index.js';
 import { lowerInput, lowerTools } from '../../gateway/protocols/openai-responses-lower.js';
 import { ResponsesRequest } from '../../gateway/protocols/openai-responses-schema.js';
-import type { TrajectoryStore } from '../../trajectory/index.js';
+import type { Store } from '../../trajectory/index.js';
 import { openTestSession, sessionInfo, startTestGateway, tempStore, widgetScript } from '../helpers/gateway.js';
 import { testCodec } from '../helpers/stack.js';
 
@@ -27,7 +27,7 @@ const script = {
 };
 
 let engine: EngineSim;
-let store: TrajectoryStore;
+let store: Store;
 let gateway: FastifyInstance;
 let url: string;
 
@@ -95,7 +95,7 @@ describe('gateway: OpenAI Responses', () => {
     expect(call).toMatchObject({ type: 'function_call', status: 'completed', name: 'shell', arguments: '{"command":"ls"}' });
     expect(call.call_id).toMatch(/^call_/);
 
-    const [stored1] = store.loadTurns('r-basic');
+    const [stored1] = (await store.loadTurns('r-basic'));
     const usage = t1.json.usage;
     expect(usage.input_tokens).toBe(stored1!.promptDelta.length);
     expect(usage.output_tokens).toBe(stored1!.sampled.length);
@@ -108,7 +108,7 @@ describe('gateway: OpenAI Responses', () => {
 
     const t2 = await respond(key, { instructions: 'You are Codex.', input: [...firstInput, ...t1.json.output, output('widget.py', call.call_id)], tools, store: false });
     expect(t2.json.output.at(-1)).toMatchObject({ type: 'function_call', arguments: '{"command":"cat widget.py"}' });
-    const turns = store.loadTurns('r-basic');
+    const turns = (await store.loadTurns('r-basic'));
     expect(turns.map((t) => [t.chainIndex, t.rolledBack])).toEqual([[0, false], [0, false]]);
     expect(t2.json.usage.input_tokens).toBe(turns[0]!.promptDelta.length + turns[0]!.sampled.length + turns[1]!.promptDelta.length);
     expect(codec.tokenizer.decode(turns[1]!.promptDelta)).toBe('\n<|im_start|>user\n<tool_response>\nwidget.py\n</tool_response><|im_end|>\n<|im_start|>assistant\n');
@@ -155,7 +155,7 @@ describe('gateway: OpenAI Responses', () => {
     expect(t3.output[1].content[0].text).toBe('The widget is fixed.');
     // Text is streamed as it is generated: more than one delta for the answer.
     expect(t3events.filter((e) => e.type === 'response.output_text.delta').length).toBeGreaterThan(1);
-    expect(store.loadTurns('r-stream').map((t) => [t.chainIndex, t.rolledBack])).toEqual([[0, false], [0, false], [0, false]]);
+    expect((await store.loadTurns('r-stream')).map((t) => [t.chainIndex, t.rolledBack])).toEqual([[0, false], [0, false], [0, false]]);
   });
 
   it('keeps a Codex-style conversation (store: false, full input, echoed reasoning) on one chain', async () => {
@@ -173,7 +173,7 @@ describe('gateway: OpenAI Responses', () => {
       input = [...input, ...echo(final.output), ...calls.map((c: any) => output(outputs[turn]!, c.call_id))];
     }
     expect(final.output.at(-1).content[0].text).toBe('The widget is fixed.');
-    expect(store.loadTurns('r-codex').map((t) => [t.chainIndex, t.rolledBack])).toEqual([[0, false], [0, false], [0, false]]);
+    expect((await store.loadTurns('r-codex')).map((t) => [t.chainIndex, t.rolledBack])).toEqual([[0, false], [0, false], [0, false]]);
 
     // The echoed encrypted reasoning comes back as the turn's reasoning, merged with its call.
     const body = ResponsesRequest.parse({ ...base, input });
@@ -191,7 +191,7 @@ describe('gateway: OpenAI Responses', () => {
     expect(t2.json.previous_response_id).toBe(t1.json.id);
     const t3 = await respond(key, { instructions: 'You are Codex.', previous_response_id: t2.json.id, input: [output('print(1)', t2.json.output.at(-1).call_id)], tools });
     expect(t3.json.output.at(-1).content[0].text).toBe('The widget is fixed.');
-    expect(store.loadTurns('r-previous').map((t) => [t.chainIndex, t.rolledBack])).toEqual([[0, false], [0, false], [0, false]]);
+    expect((await store.loadTurns('r-previous')).map((t) => [t.chainIndex, t.rolledBack])).toEqual([[0, false], [0, false], [0, false]]);
 
     const unknown = await respond(key, { previous_response_id: 'resp_nope', input: 'hi' });
     expect(unknown).toMatchObject({ status: 400, json: { error: { type: 'invalid_request_error', code: 'previous_response_not_found', param: 'previous_response_id' } } });
@@ -230,7 +230,7 @@ describe('gateway: OpenAI Responses', () => {
     const t3 = await respond(key, { input, tools: allTools, store: false });
     expect(t3.json.output.at(-1).content[0].text).toBe('Patched.');
 
-    const turns = store.loadTurns('r-tools');
+    const turns = (await store.loadTurns('r-tools'));
     expect(turns.map((t) => [t.chainIndex, t.rolledBack])).toEqual([[0, false], [0, false], [0, false]]);
     const prompted = JSON.parse(turns[0]!.toolsJson!).map((t: any) => t.function);
     expect(prompted.map((f: any) => f.name)).toEqual(['shell', 'apply_patch', 'docs.lookup']);
@@ -245,7 +245,7 @@ describe('gateway: OpenAI Responses', () => {
     const t1 = await respond(key, { input: firstInput, tools, max_output_tokens: 4 });
     // Cut while thinking: every sampled token is a reasoning token.
     expect(t1.json).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, usage: { output_tokens: 4, output_tokens_details: { reasoning_tokens: 4 } } });
-    expect(store.loadTurns('r-budget')[0]!.sampled).toHaveLength(4);
+    expect((await store.loadTurns('r-budget'))[0]!.sampled).toHaveLength(4);
     const events = await stream(key, { input: [...firstInput, ...t1.json.output, user('go on')], tools });
     expect(events.map((e) => e.type)).toEqual([
       'response.created',
@@ -279,7 +279,7 @@ describe('gateway: OpenAI Responses', () => {
     const badArgs = await respond(key, { input: [user('x'), { type: 'function_call', call_id: 'c', name: 'shell', arguments: '{oops' }] });
     expect(badArgs.json.error.message).toContain('not a JSON object');
     expect((await respond(key, { input: [user('x')], tools: [{ type: 'function' }] })).status).toBe(400);
-    expect(store.loadTurns('r-errors')).toHaveLength(0);
+    expect((await store.loadTurns('r-errors'))).toHaveLength(0);
   });
 
   it('lowers the reply items to the canonical form of the reply', () => {

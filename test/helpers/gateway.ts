@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'vitest';
 import { buildGateway, type EngineInstance, type GatewayOptions } from '../../gateway/server.js';
-import { TrajectoryStore, type SessionInfo } from '../../trajectory/index.js';
+import { SqliteStore, type Store, type SessionInfo } from '../../trajectory/index.js';
 import { testCodec } from './stack.js';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token';
@@ -50,13 +50,13 @@ export function sessionInfo(overrides: Partial<SessionInfo> & { maxTurns?: numbe
 }
 
 /** A store in a fresh temporary directory. */
-export function tempStore(prefix: string): TrajectoryStore {
-  return TrajectoryStore.open(path.join(mkdtempSync(path.join(os.tmpdir(), prefix)), 'store.sqlite'));
+export function tempStore(prefix: string): Store {
+  return SqliteStore.open(path.join(mkdtempSync(path.join(os.tmpdir(), prefix)), 'store.sqlite'));
 }
 
 /** A real gateway on a free port of 127.0.0.1, over the given engines and store. */
 export async function startTestGateway(
-  store: TrajectoryStore,
+  store: Store,
   engines: EngineInstance[],
   router?: GatewayOptions['router'],
 ): Promise<{ gateway: FastifyInstance; url: string }> {

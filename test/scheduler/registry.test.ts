@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import { SqliteStore } from '../../trajectory/index.js';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
 import { AdmissionControl } from '../../scheduler/admission.js';
@@ -54,14 +54,16 @@ describe('metrics text', () => {
 });
 
 describe('admission with the registry', () => {
-  it('gives new episodes a healthy home only', () => {
+  it('gives new episodes a healthy home only', async () => {
     const instances = ['a', 'b'].map((name) => ({ name, kind: 'vllm' as const, url: 'http://127.0.0.1:1', kvCapacityTokens: 20_000 }));
     const registry = new InstanceRegistry(instances);
-    const admission = new AdmissionControl(new Database(':memory:'), instances, { episodeTokens: 10_000, leaseTtlMs: 1_000 }, (name) =>
+    const admission = await AdmissionControl.create(SqliteStore.open(':memory:'), instances, { episodeTokens: 10_000, leaseTtlMs: 1_000 }, (name) =>
       registry.isHealthy(name),
     );
     registry.markDown('a');
-    expect(['e0', 'e1', 'e2'].map((id) => admission.tryAdmit(id, 0)?.instance)).toEqual(['b', 'b', undefined]);
+    const homes: (string | undefined)[] = [];
+    for (const id of ['e0', 'e1', 'e2']) homes.push((await admission.tryAdmit(id, 0))?.instance);
+    expect(homes).toEqual(['b', 'b', undefined]);
   });
 });
 

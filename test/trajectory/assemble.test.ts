@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { assembleEpisode, TrajectoryStore, writeArrowStream, type EpisodeRecord, type StoredTurn } from '../../trajectory/index.js';
+import { assembleEpisode, SqliteStore, writeArrowStream, type EpisodeRecord, type StoredTurn } from '../../trajectory/index.js';
 
 const episode: EpisodeRecord = {
   episodeId: 'b/t/0',
@@ -69,15 +69,15 @@ describe('trajectory assembly', () => {
 
   it('round-trips through SQLite and an Arrow stream file with the spec types', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'traj-'));
-    const store = TrajectoryStore.open(path.join(dir, 'store.sqlite'));
-    store.createSession({ sessionId: 's', key: 'k', episodeId: episode.episodeId, attempt: 0, info: {} as never });
-    store.commitTurn(turn(0, [1, 2, 3], [10, 11]));
-    store.commitTurn(turn(1, [4], [12], { turnIndex: 1 }));
-    store.commitTurn(turn(2, [4, 4], [13], { turnIndex: 1 }), 1);
-    store.recordEpisode(episode);
-    store.recordEpisode({ ...episode, reward: 0 });
-    expect(store.listEpisodes('b')).toHaveLength(1);
-    const rows = assembleEpisode(store.listEpisodes('b')[0]!, store.loadTurns('s'));
+    const store = SqliteStore.open(path.join(dir, 'store.sqlite'));
+    (await store.createSession({ sessionId: 's', key: 'k', episodeId: episode.episodeId, attempt: 0, info: {} as never }));
+    (await store.commitTurn(turn(0, [1, 2, 3], [10, 11])));
+    (await store.commitTurn(turn(1, [4], [12], { turnIndex: 1 })));
+    (await store.commitTurn(turn(2, [4, 4], [13], { turnIndex: 1 }), { rolledBackSeq: 1 }));
+    (await store.recordEpisode(episode));
+    (await store.recordEpisode({ ...episode, reward: 0 }));
+    expect((await store.listEpisodes('b'))).toHaveLength(1);
+    const rows = assembleEpisode((await store.listEpisodes('b'))[0]!, (await store.loadTurns('s')));
     const file = await writeArrowStream(path.join(dir, 'part.arrow'), rows);
     const table = tableFromIPC(readFileSync(new URL(file.uri)));
     expect(table.numRows).toBe(1);
@@ -102,7 +102,7 @@ describe('trajectory assembly', () => {
     expect(row!.turn_finish_reason).toEqual(['stop', 'abort_resumed']);
   });
 
-  it('opens a store written before per-token versions and keeps the policy state across reopening', () => {
+  it('opens a store written before per-token versions and keeps the policy state across reopening', async () => {
     const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'traj-old-')), 'store.sqlite');
     const old = new Database(file);
     // The turns table as stores before per-token versions created it.
@@ -116,15 +116,16 @@ describe('trajectory assembly', () => {
     ).run(Buffer.from(new Int32Array([1]).buffer), Buffer.from(new Int32Array([7, 8]).buffer), Buffer.from(new Float32Array([-1, -1]).buffer));
     old.close();
 
-    const store = TrajectoryStore.open(file);
-    expect(store.loadTurns('s')[0]!.sampledVersions).toEqual([2, 2]);
-    expect(store.loadPolicy()).toEqual({ version: 0, paused: false });
-    store.savePolicy({ version: 6, paused: true });
+    const store = SqliteStore.open(file);
+    expect((await store.loadTurns('s'))[0]!.sampledVersions).toEqual([2, 2]);
+    expect((await store.loadPolicy())).toEqual({ version: 0, paused: false });
+    await store.resumePolicy(6);
+    await store.pausePolicy();
     store.close();
-    const reopened = TrajectoryStore.open(file);
-    expect(reopened.loadPolicy()).toEqual({ version: 6, paused: true });
-    reopened.commitTurn(turn(1, [2], [9, 9], { sampledVersions: [5, 6], version: 6 }));
-    expect(reopened.loadTurns('s').map((t) => t.sampledVersions)).toEqual([[2, 2], [5, 6]]);
+    const reopened = SqliteStore.open(file);
+    expect((await reopened.loadPolicy())).toEqual({ version: 6, paused: true });
+    (await reopened.commitTurn(turn(1, [2], [9, 9], { sampledVersions: [5, 6], version: 6 })));
+    expect((await reopened.loadTurns('s')).map((t) => t.sampledVersions)).toEqual([[2, 2], [5, 6]]);
     reopened.close();
   });
 });

@@ -1,5 +1,20 @@
-/** SQLite schema of the trajectory store. Token arrays are BLOBs (see codec.ts). */
-export const SCHEMA_SQL = `
+/**
+ * Versioned migrations of the SQLite store, applied in order on open (each in its own
+ * transaction, recorded in `schema_migrations`). Never edit a released migration: add one.
+ * Token arrays are BLOBs (see ../codec.ts).
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const SQLITE_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'sessions, turns, episodes, responses, chain reports, policy',
+    // IF NOT EXISTS: stores made before migrations were versioned already hold these tables.
+    sql: `
 CREATE TABLE IF NOT EXISTS sessions (
   session_id TEXT PRIMARY KEY,
   key TEXT NOT NULL UNIQUE,
@@ -71,13 +86,49 @@ CREATE TABLE IF NOT EXISTS policy (
   updated_at INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS episodes_by_batch ON episodes(batch_id, group_id, episode_index);
-`;
+`,
+  },
+  {
+    version: 2,
+    name: 'session owners, admission leases, acknowledgements, reports, registrations',
+    sql: `
+ALTER TABLE sessions ADD COLUMN owner TEXT;
+ALTER TABLE sessions ADD COLUMN owner_until INTEGER;
+CREATE TABLE admission_leases (
+  episode_id TEXT PRIMARY KEY,
+  instance TEXT NOT NULL,
+  expires_at INTEGER NOT NULL
+);
+CREATE INDEX admission_leases_by_instance ON admission_leases(instance, expires_at);
+CREATE TABLE batch_acks (
+  batch_id TEXT NOT NULL,
+  group_id TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  PRIMARY KEY (batch_id, group_id)
+);
+CREATE TABLE reports (
+  report_id TEXT PRIMARY KEY,
+  batch_id TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  json TEXT NOT NULL
+);
+CREATE INDEX reports_by_batch ON reports(batch_id, created_at);
+CREATE TABLE registrations (
+  kind TEXT NOT NULL,
+  id TEXT NOT NULL,
+  address TEXT NOT NULL,
+  last_seen_at INTEGER NOT NULL,
+  PRIMARY KEY (kind, id)
+);
+`,
+  },
+];
 
 /**
- * Columns added after a table was first created: \`CREATE TABLE IF NOT EXISTS\` leaves an older
- * store's table as it was, so these are added to it when missing.
+ * Columns added to version 1 before migrations were versioned: a store made then has the table
+ * without them, and `CREATE TABLE IF NOT EXISTS` leaves it so.
  */
-export const ADDED_COLUMNS: { table: string; column: string; definition: string }[] = [
-  /** Policy version of each sampled token (int32 blob); NULL in older rows: all took \`version\`. */
+export const LEGACY_ADDED_COLUMNS: { table: string; column: string; definition: string }[] = [
+  /** Policy version of each sampled token (int32 blob); NULL in older rows: all took `version`. */
   { table: 'turns', column: 'sampled_versions', definition: 'BLOB' },
 ];

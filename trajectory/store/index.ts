@@ -1,0 +1,2 @@
+export * from './types.js';
+export { SqliteStore } from './sqlite.js';

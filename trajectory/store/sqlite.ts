@@ -1,0 +1,519 @@
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { packFloat32, packInt32, unpackFloat32, unpackInt32 } from '../codec.js';
+import { pickCandidate } from './pick-candidate.js';
+import { LEGACY_ADDED_COLUMNS, SQLITE_MIGRATIONS } from './sqlite-migrations.js';
+import {
+  StoreConflictError,
+  type AdmissionCandidate,
+  type AdmissionLease,
+  type ChainReport,
+  type EpisodeRecord,
+  type PolicyState,
+  type Registration,
+  type SessionInfo,
+  type SessionRecord,
+  type Store,
+  type StoredReport,
+  type StoredResponse,
+  type StoredTurn,
+} from './types.js';
+
+/** Applies the migrations this file has not seen yet, each in its own transaction. */
+function migrate(db: Database.Database): void {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+  const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version));
+  for (const migration of SQLITE_MIGRATIONS) {
+    if (applied.has(migration.version)) continue;
+    db.transaction(() => {
+      db.exec(migration.sql);
+      if (migration.version === 1) {
+        for (const { table, column, definition } of LEGACY_ADDED_COLUMNS) {
+          const columns = db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[];
+          if (!columns.some((c) => c.name === column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${definition}`);
+        }
+      }
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(migration.version, migration.name, Date.now());
+    }).immediate();
+  }
+}
+
+/**
+ * The store in one SQLite file (WAL mode, so readers never block the writer): every process on
+ * one machine that opens the same file shares it. The embedded default; PostgreSQL is the
+ * backend for many machines.
+ */
+export class SqliteStore implements Store {
+  readonly backend = 'sqlite' as const;
+
+  private constructor(readonly db: Database.Database) {}
+
+  /** Opens (creating when missing) the store file and applies pending migrations. */
+  static open(file: string): SqliteStore {
+    if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
+    const db = new Database(file);
+    db.pragma('journal_mode = WAL');
+    db.pragma('busy_timeout = 10000');
+    db.pragma('synchronous = NORMAL');
+    migrate(db);
+    return new SqliteStore(db);
+  }
+
+  /** Migration versions applied, in order. */
+  async migrations(): Promise<number[]> {
+    return (this.db.prepare('SELECT version FROM schema_migrations ORDER BY version').all() as { version: number }[]).map((r) => r.version);
+  }
+
+  async loadPolicy(): Promise<PolicyState> {
+    return this.policyNow();
+  }
+
+  private policyNow(): PolicyState {
+    const row = this.db.prepare('SELECT version, paused FROM policy WHERE id = 0').get() as { version: number; paused: number } | undefined;
+    return row ? { version: row.version, paused: row.paused === 1 } : { version: 0, paused: false };
+  }
+
+  private writePolicy(state: PolicyState): void {
+    this.db
+      .prepare(
+        `INSERT INTO policy (id, version, paused, updated_at) VALUES (0, ?, ?, ?)
+         ON CONFLICT(id) DO UPDATE SET version = excluded.version, paused = excluded.paused, updated_at = excluded.updated_at`,
+      )
+      .run(state.version, state.paused ? 1 : 0, Date.now());
+  }
+
+  async pausePolicy(): Promise<PolicyState> {
+    return this.db.transaction(() => {
+      const state = { ...this.policyNow(), paused: true };
+      this.writePolicy(state);
+      return state;
+    }).immediate();
+  }
+
+  async resumePolicy(version: number): Promise<{ applied: boolean; state: PolicyState }> {
+    return this.db.transaction(() => {
+      const stored = this.policyNow();
+      if (version < stored.version) return { applied: false, state: stored };
+      const state = { version, paused: false };
+      this.writePolicy(state);
+      return { applied: true, state };
+    }).immediate();
+  }
+
+  async createSession(s: { sessionId: string; key: string; episodeId: string; attempt: number; info: SessionInfo }): Promise<SessionRecord> {
+    this.db
+      .prepare(
+        `INSERT OR IGNORE INTO sessions (session_id, key, episode_id, attempt, info_json, created_at)
+         VALUES (?, ?, ?, ?, ?, ?)`,
+      )
+      .run(s.sessionId, s.key, s.episodeId, s.attempt, JSON.stringify(s.info), Date.now());
+    const record = await this.getSession(s.sessionId);
+    if (!record) throw new Error(`session ${s.sessionId} was not stored`);
+    return record;
+  }
+
+  async getSession(sessionId: string): Promise<SessionRecord | undefined> {
+    const row = this.db.prepare('SELECT * FROM sessions WHERE session_id = ?').get(sessionId);
+    return row ? toSession(row as SessionRow) : undefined;
+  }
+
+  async getSessionByKey(key: string): Promise<SessionRecord | undefined> {
+    const row = this.db.prepare('SELECT * FROM sessions WHERE key = ?').get(key);
+    return row ? toSession(row as SessionRow) : undefined;
+  }
+
+  async closeSession(sessionId: string, terminationReason: string): Promise<void> {
+    this.db
+      .prepare(
+        `UPDATE sessions SET status = 'closed', termination_reason = COALESCE(termination_reason, ?),
+         closed_at = COALESCE(closed_at, ?) WHERE session_id = ?`,
+      )
+      .run(terminationReason, Date.now(), sessionId);
+  }
+
+  async claimSession(sessionId: string, owner: string, ttlMs: number, now = Date.now()): Promise<boolean> {
+    const result = this.db
+      .prepare(
+        `UPDATE sessions SET owner = ?, owner_until = ?
+         WHERE session_id = ? AND (owner IS NULL OR owner = ? OR owner_until <= ?)`,
+      )
+      .run(owner, now + ttlMs, sessionId, owner, now);
+    return result.changes === 1;
+  }
+
+  async renewSessions(owner: string, ttlMs: number, now = Date.now()): Promise<void> {
+    this.db.prepare(`UPDATE sessions SET owner_until = ? WHERE owner = ? AND status = 'open'`).run(now + ttlMs, owner);
+  }
+
+  private appendTurn(turn: StoredTurn): void {
+    this.db
+      .prepare(
+        `INSERT INTO turns (session_id, chain_index, seq, turn_index, prompt_delta, sampled, logprobs,
+           finish_reason, cached_tokens, version, sampled_versions, t_llm_s, messages_json, reply_json,
+           tools_json, rolled_back, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        turn.sessionId,
+        turn.chainIndex,
+        turn.seq,
+        turn.turnIndex,
+        packInt32(turn.promptDelta),
+        packInt32(turn.sampled),
+        packFloat32(turn.logprobs),
+        turn.finishReason,
+        turn.cachedTokens,
+        turn.version,
+        packInt32(turn.sampledVersions),
+        turn.tLlmS,
+        turn.messagesJson,
+        turn.replyJson,
+        turn.toolsJson,
+        turn.rolledBack ? 1 : 0,
+        Date.now(),
+      );
+  }
+
+  async commitTurn(turn: StoredTurn, options: { rolledBackSeq?: number; owner?: string } = {}): Promise<void> {
+    const now = Date.now();
+    try {
+      this.db.transaction(() => {
+        if (options.owner !== undefined) {
+          const owned = this.db
+            .prepare('SELECT 1 FROM sessions WHERE session_id = ? AND owner = ? AND owner_until > ?')
+            .get(turn.sessionId, options.owner, now);
+          if (!owned) throw new StoreConflictError(`session ${turn.sessionId} is not owned by ${options.owner}`);
+        }
+        if (options.rolledBackSeq !== undefined) {
+          this.db
+            .prepare('UPDATE turns SET rolled_back = 1 WHERE session_id = ? AND chain_index = ? AND seq = ?')
+            .run(turn.sessionId, turn.chainIndex, options.rolledBackSeq);
+        }
+        this.appendTurn(turn);
+      }).immediate();
+    } catch (error) {
+      if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+        throw new StoreConflictError(`turn ${turn.seq} of chain ${turn.chainIndex} of session ${turn.sessionId} is already committed`);
+      }
+      throw error;
+    }
+  }
+
+  async loadTurns(sessionId: string): Promise<StoredTurn[]> {
+    const rows = this.db
+      .prepare('SELECT * FROM turns WHERE session_id = ? ORDER BY chain_index, seq')
+      .all(sessionId) as TurnRow[];
+    return rows.map(toTurn);
+  }
+
+  async saveResponse(r: StoredResponse): Promise<void> {
+    this.db
+      .prepare(
+        `INSERT OR REPLACE INTO responses (session_id, response_id, input_json, output_json, created_at)
+         VALUES (?, ?, ?, ?, ?)`,
+      )
+      .run(r.sessionId, r.responseId, r.inputJson, r.outputJson, Date.now());
+  }
+
+  async getResponse(sessionId: string, responseId: string): Promise<StoredResponse | undefined> {
+    const row = this.db
+      .prepare('SELECT input_json, output_json FROM responses WHERE session_id = ? AND response_id = ?')
+      .get(sessionId, responseId) as { input_json: string; output_json: string } | undefined;
+    return row ? { sessionId, responseId, inputJson: row.input_json, outputJson: row.output_json } : undefined;
+  }
+
+  async saveChainReports(sessionId: string, reports: ChainReport[]): Promise<void> {
+    const insert = this.db.prepare(
+      'INSERT OR REPLACE INTO chain_reports (session_id, chain_index, drift_offset, drift_turns) VALUES (?, ?, ?, ?)',
+    );
+    this.db.transaction(() => {
+      for (const r of reports) insert.run(sessionId, r.chainIndex, r.driftOffset, r.driftTurns);
+    })();
+  }
+
+  async loadChainReports(sessionId: string): Promise<ChainReport[]> {
+    const rows = this.db
+      .prepare('SELECT chain_index, drift_offset, drift_turns FROM chain_reports WHERE session_id = ? ORDER BY chain_index')
+      .all(sessionId) as { chain_index: number; drift_offset: number; drift_turns: number }[];
+    return rows.map((r) => ({ chainIndex: r.chain_index, driftOffset: r.drift_offset, driftTurns: r.drift_turns }));
+  }
+
+  async recordEpisode(e: EpisodeRecord): Promise<void> {
+    this.db
+      .prepare(
+        `INSERT INTO episodes (episode_id, batch_id, task_id, group_id, episode_index, agent_name,
+           session_id, outcome, termination_reason, reward, reward_info_json, num_turns,
+           num_tool_calls, t_episode_s, t_env_s, finished_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT(episode_id) DO UPDATE SET session_id = excluded.session_id,
+           outcome = excluded.outcome, termination_reason = excluded.termination_reason,
+           reward = excluded.reward, reward_info_json = excluded.reward_info_json,
+           num_turns = excluded.num_turns, num_tool_calls = excluded.num_tool_calls,
+           t_episode_s = excluded.t_episode_s, t_env_s = excluded.t_env_s,
+           finished_at = excluded.finished_at`,
+      )
+      .run(
+        e.episodeId,
+        e.batchId,
+        e.taskId,
+        e.groupId,
+        e.episodeIndex,
+        e.agentName,
+        e.sessionId,
+        e.outcome,
+        e.terminationReason,
+        e.reward,
+        JSON.stringify(e.rewardInfo),
+        e.numTurns,
+        e.numToolCalls,
+        e.tEpisodeS,
+        e.tEnvS,
+        Date.now(),
+      );
+  }
+
+  async listEpisodes(batchId: string): Promise<EpisodeRecord[]> {
+    const rows = this.db
+      .prepare('SELECT * FROM episodes WHERE batch_id = ? ORDER BY group_id, episode_index')
+      .all(batchId) as EpisodeRow[];
+    return rows.map(toEpisode);
+  }
+
+  async listGroupEpisodes(batchId: string, groupId: string): Promise<EpisodeRecord[]> {
+    const rows = this.db
+      .prepare('SELECT * FROM episodes WHERE batch_id = ? AND group_id = ? ORDER BY episode_index, episode_id')
+      .all(batchId, groupId) as EpisodeRow[];
+    return rows.map(toEpisode);
+  }
+
+  async tryAdmit(episodeId: string, candidates: AdmissionCandidate[], ttlMs: number, now = Date.now()): Promise<AdmissionLease | undefined> {
+    // IMMEDIATE: the write lock is taken before counting, so two processes never fill one slot twice.
+    return this.db.transaction((): AdmissionLease | undefined => {
+      const held = this.db
+        .prepare('SELECT instance, expires_at FROM admission_leases WHERE episode_id = ? AND expires_at > ?')
+        .get(episodeId, now) as { instance: string; expires_at: number } | undefined;
+      if (held) return { episodeId, instance: held.instance, expiresAt: held.expires_at };
+      this.db.prepare('DELETE FROM admission_leases WHERE expires_at <= ?').run(now);
+      const rows = this.db.prepare('SELECT instance, COUNT(*) AS n FROM admission_leases GROUP BY instance').all() as { instance: string; n: number }[];
+      const running = new Map(rows.map((r) => [r.instance, r.n]));
+      const pick = pickCandidate(candidates, running);
+      if (!pick) return undefined;
+      const expiresAt = now + ttlMs;
+      this.db.prepare('INSERT OR REPLACE INTO admission_leases (episode_id, instance, expires_at) VALUES (?, ?, ?)').run(episodeId, pick, expiresAt);
+      return { episodeId, instance: pick, expiresAt };
+    }).immediate();
+  }
+
+  async renewLease(episodeId: string, instance: string, ttlMs: number, now = Date.now()): Promise<void> {
+    this.db.prepare('INSERT OR REPLACE INTO admission_leases (episode_id, instance, expires_at) VALUES (?, ?, ?)').run(episodeId, instance, now + ttlMs);
+  }
+
+  async releaseLease(episodeId: string): Promise<void> {
+    this.db.prepare('DELETE FROM admission_leases WHERE episode_id = ?').run(episodeId);
+  }
+
+  async releaseLeasesWithPrefix(prefix: string): Promise<number> {
+    return this.db.prepare('DELETE FROM admission_leases WHERE substr(episode_id, 1, ?) = ?').run(prefix.length, prefix).changes;
+  }
+
+  async listLeases(now = Date.now()): Promise<AdmissionLease[]> {
+    const rows = this.db
+      .prepare('SELECT episode_id, instance, expires_at FROM admission_leases WHERE expires_at > ? ORDER BY episode_id')
+      .all(now) as { episode_id: string; instance: string; expires_at: number }[];
+    return rows.map((r) => ({ episodeId: r.episode_id, instance: r.instance, expiresAt: r.expires_at }));
+  }
+
+  async capLeases(ttlMs: number, now = Date.now()): Promise<void> {
+    const latest = now + ttlMs;
+    this.db.prepare('UPDATE admission_leases SET expires_at = ? WHERE expires_at > ?').run(latest, latest);
+  }
+
+  async ackGroups(batchId: string, groupIds: string[]): Promise<string[]> {
+    this.db.transaction(() => {
+      const next = (this.db.prepare('SELECT COALESCE(MAX(position), -1) + 1 AS next FROM batch_acks WHERE batch_id = ?').get(batchId) as { next: number }).next;
+      const insert = this.db.prepare('INSERT OR IGNORE INTO batch_acks (batch_id, group_id, position) VALUES (?, ?, ?)');
+      let position = next;
+      for (const groupId of groupIds) if (insert.run(batchId, groupId, position).changes === 1) position++;
+    }).immediate();
+    return this.ackedGroups(batchId);
+  }
+
+  async ackedGroups(batchId: string): Promise<string[]> {
+    const rows = this.db.prepare('SELECT group_id FROM batch_acks WHERE batch_id = ? ORDER BY position').all(batchId) as { group_id: string }[];
+    return rows.map((r) => r.group_id);
+  }
+
+  async saveReport(report: StoredReport): Promise<void> {
+    this.db
+      .prepare('INSERT OR REPLACE INTO reports (report_id, batch_id, created_at, json) VALUES (?, ?, ?, ?)')
+      .run(report.reportId, report.batchId, report.createdAt, report.json);
+  }
+
+  async listReports(batchId: string): Promise<StoredReport[]> {
+    const rows = this.db.prepare('SELECT * FROM reports WHERE batch_id = ? ORDER BY created_at, report_id').all(batchId) as ReportRow[];
+    return rows.map(toReport);
+  }
+
+  async getReport(reportId: string): Promise<StoredReport | undefined> {
+    const row = this.db.prepare('SELECT * FROM reports WHERE report_id = ?').get(reportId) as ReportRow | undefined;
+    return row ? toReport(row) : undefined;
+  }
+
+  async register(r: Registration): Promise<void> {
+    this.db
+      .prepare(
+        `INSERT INTO registrations (kind, id, address, last_seen_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT(kind, id) DO UPDATE SET address = excluded.address, last_seen_at = excluded.last_seen_at`,
+      )
+      .run(r.kind, r.id, r.address, r.lastSeenAt);
+  }
+
+  async listRegistrations(kind: Registration['kind'], maxAgeMs: number, now = Date.now()): Promise<Registration[]> {
+    const rows = this.db
+      .prepare('SELECT * FROM registrations WHERE kind = ? AND last_seen_at > ? ORDER BY id')
+      .all(kind, now - maxAgeMs) as RegistrationRow[];
+    return rows.map(toRegistration);
+  }
+
+  async forgetRegistrations(kind: Registration['kind'], maxAgeMs: number, now = Date.now()): Promise<Registration[]> {
+    return this.db.transaction(() => {
+      const rows = this.db
+        .prepare('SELECT * FROM registrations WHERE kind = ? AND last_seen_at <= ? ORDER BY id')
+        .all(kind, now - maxAgeMs) as RegistrationRow[];
+      this.db.prepare('DELETE FROM registrations WHERE kind = ? AND last_seen_at <= ?').run(kind, now - maxAgeMs);
+      return rows.map(toRegistration);
+    }).immediate();
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+}
+
+interface ReportRow {
+  report_id: string;
+  batch_id: string;
+  created_at: number;
+  json: string;
+}
+
+function toReport(r: ReportRow): StoredReport {
+  return { reportId: r.report_id, batchId: r.batch_id, createdAt: r.created_at, json: r.json };
+}
+
+interface RegistrationRow {
+  kind: Registration['kind'];
+  id: string;
+  address: string;
+  last_seen_at: number;
+}
+
+function toRegistration(r: RegistrationRow): Registration {
+  return { kind: r.kind, id: r.id, address: r.address, lastSeenAt: r.last_seen_at };
+}
+
+interface SessionRow {
+  session_id: string;
+  key: string;
+  episode_id: string;
+  attempt: number;
+  info_json: string;
+  status: 'open' | 'closed';
+  termination_reason: string | null;
+  created_at: number;
+  closed_at: number | null;
+}
+
+function toSession(r: SessionRow): SessionRecord {
+  return {
+    sessionId: r.session_id,
+    key: r.key,
+    episodeId: r.episode_id,
+    attempt: r.attempt,
+    info: JSON.parse(r.info_json) as SessionInfo,
+    status: r.status,
+    terminationReason: r.termination_reason,
+    createdAt: r.created_at,
+    closedAt: r.closed_at,
+  };
+}
+
+interface TurnRow {
+  session_id: string;
+  chain_index: number;
+  seq: number;
+  turn_index: number;
+  prompt_delta: Buffer;
+  sampled: Buffer;
+  logprobs: Buffer;
+  finish_reason: string;
+  cached_tokens: number;
+  version: number;
+  sampled_versions: Buffer | null;
+  t_llm_s: number;
+  messages_json: string;
+  reply_json: string;
+  tools_json: string | null;
+  rolled_back: number;
+}
+
+function toTurn(r: TurnRow): StoredTurn {
+  const sampled = unpackInt32(r.sampled);
+  return {
+    sessionId: r.session_id,
+    chainIndex: r.chain_index,
+    seq: r.seq,
+    turnIndex: r.turn_index,
+    promptDelta: unpackInt32(r.prompt_delta),
+    sampled,
+    logprobs: unpackFloat32(r.logprobs),
+    finishReason: r.finish_reason,
+    cachedTokens: r.cached_tokens,
+    version: r.version,
+    sampledVersions: r.sampled_versions ? unpackInt32(r.sampled_versions) : sampled.map(() => r.version),
+    tLlmS: r.t_llm_s,
+    messagesJson: r.messages_json,
+    replyJson: r.reply_json,
+    toolsJson: r.tools_json,
+    rolledBack: r.rolled_back === 1,
+  };
+}
+
+interface EpisodeRow {
+  episode_id: string;
+  batch_id: string;
+  task_id: string;
+  group_id: string;
+  episode_index: number;
+  agent_name: string;
+  session_id: string | null;
+  outcome: 'ok' | 'infra_error';
+  termination_reason: string;
+  reward: number | null;
+  reward_info_json: string;
+  num_turns: number;
+  num_tool_calls: number;
+  t_episode_s: number;
+  t_env_s: number;
+}
+
+function toEpisode(r: EpisodeRow): EpisodeRecord {
+  return {
+    episodeId: r.episode_id,
+    batchId: r.batch_id,
+    taskId: r.task_id,
+    groupId: r.group_id,
+    episodeIndex: r.episode_index,
+    agentName: r.agent_name,
+    sessionId: r.session_id,
+    outcome: r.outcome,
+    terminationReason: r.termination_reason,
+    reward: r.reward,
+    rewardInfo: JSON.parse(r.reward_info_json) as Record<string, unknown>,
+    numTurns: r.num_turns,
+    numToolCalls: r.num_tool_calls,
+    tEpisodeS: r.t_episode_s,
+    tEnvS: r.t_env_s,
+  };
+}
