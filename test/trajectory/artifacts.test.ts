@@ -1,3 +1,4 @@
+import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -175,6 +176,21 @@ describe('S3Artifacts', () => {
     const stored = await store.put('k', text('from env'));
     expect(stored.uri).toBe(`s3://${BUCKET}/env/k`);
     expect(await store.get(stored.uri)).toEqual(text('from env'));
+    await store.close();
+  });
+
+  it('lists no folder markers that other tools leave', async () => {
+    const store = openArtifactStore(`s3://${BUCKET}/markers`, { s3: s3Options() });
+    await store.put('b/g.arrow', text('g'));
+    const client = new S3Client({
+      endpoint: server.endpoint,
+      region: server.region,
+      credentials: { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey },
+      forcePathStyle: true,
+    });
+    await client.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'markers/b/', Body: new Uint8Array() }));
+    client.destroy();
+    expect(await store.list()).toEqual(['b/g.arrow']);
     await store.close();
   });
 

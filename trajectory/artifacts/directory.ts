@@ -9,7 +9,8 @@ import { ArtifactNotFoundError, ArtifactStoreError, type ArtifactStore, type Sto
 /**
  * Artifacts as files under a root directory: the default store, and the one to use on a shared
  * file system (NFS, Lustre, a cluster volume) that every host mounts at the same path. Key
- * `a/b.arrow` is the file `<root>/a/b.arrow`; its URI is that file's `file://` URL.
+ * `a/b.arrow` is the file `<root>/a/b.arrow`; its URI is that file's `file://` URL. `delete`
+ * leaves emptied folders behind: removing them would race with a `put` into the same folder.
  */
 export class DirectoryArtifacts implements ArtifactStore {
   readonly uri: string;

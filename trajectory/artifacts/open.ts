@@ -5,7 +5,11 @@ import { ArtifactStoreError, type ArtifactStore } from './types.js';
 
 /** Options of {@link openArtifactStore}, per kind of store; the ones that do not match the URI are ignored. */
 export interface OpenArtifactStoreOptions {
-  /** For `s3://` URIs; every field defaults as {@link S3ArtifactsOptions} says. Default `{}`. */
+  /**
+   * Options of an `s3://` store.
+   *
+   * @default `{}`: every field as {@link S3ArtifactsOptions} says, mostly from `AWS_*` variables
+   */
   s3?: S3ArtifactsOptions;
 }
 

@@ -2,32 +2,47 @@ import { z } from 'zod';
 import { ArtifactStoreError } from './types.js';
 
 /**
- * How to reach an S3-compatible object store. Every option may be left out; each falls back to an
- * `AWS_*` environment variable, then to the AWS SDK's own default.
+ * How to reach an S3-compatible object store. Every option may be left out: each falls back to an
+ * `AWS_*` environment variable, then to a default.
  */
 export interface S3ArtifactsOptions {
   /**
    * Endpoint URL of an S3-compatible server (`http://127.0.0.1:7070`, `https://s3.example.org`).
-   * Default: `$AWS_ENDPOINT_URL`, else AWS S3 itself, found from the region.
+   *
+   * @default `$AWS_ENDPOINT_URL`, else AWS S3 itself, found from the region
    */
   endpoint?: string;
-  /** Region to sign requests for. Default: `$AWS_REGION`, else `$AWS_DEFAULT_REGION`, else `us-east-1`. */
+  /**
+   * Region to sign requests for.
+   *
+   * @default `$AWS_REGION`, else `$AWS_DEFAULT_REGION`, else `'us-east-1'`
+   */
   region?: string;
   /**
-   * Access key id; give it with `secretAccessKey` or not at all. Default: `$AWS_ACCESS_KEY_ID`
-   * (with `$AWS_SECRET_ACCESS_KEY` and `$AWS_SESSION_TOKEN`), else the SDK's default credential
-   * chain (shared config files, instance or task roles).
+   * Access key id; give it with `secretAccessKey` or not at all.
+   *
+   * @default `$AWS_ACCESS_KEY_ID` (with `$AWS_SECRET_ACCESS_KEY` and `$AWS_SESSION_TOKEN`), else the
+   * AWS SDK's default credential chain (shared config files, instance or task roles)
    */
   accessKeyId?: string;
-  /** Secret access key for `accessKeyId`. Default: `$AWS_SECRET_ACCESS_KEY`. */
+  /**
+   * Secret access key of `accessKeyId`.
+   *
+   * @default `$AWS_SECRET_ACCESS_KEY`
+   */
   secretAccessKey?: string;
   /**
-   * Address buckets as `<endpoint>/<bucket>/<key>` rather than `<bucket>.<endpoint>/<key>`.
-   * Default: true when an endpoint is set (S3-compatible servers rarely have per-bucket DNS
-   * names), false for AWS S3.
+   * Address buckets as `<endpoint>/<bucket>/<key>` rather than `<bucket>.<endpoint>/<key>`:
+   * S3-compatible servers rarely have per-bucket DNS names.
+   *
+   * @default `true` when an endpoint is set (by option or environment), `false` for AWS S3
    */
   forcePathStyle?: boolean;
-  /** Where the `AWS_*` fallbacks are read from. Default: `process.env`. */
+  /**
+   * Where the `AWS_*` fallbacks are read from; an empty variable counts as unset.
+   *
+   * @default `process.env`
+   */
   env?: Record<string, string | undefined>;
 }
 
@@ -57,7 +72,6 @@ export function resolveS3Options(uri: string, options: S3ArtifactsOptions): Reso
   }
   const o = parsed.data;
   const env = o.env ?? process.env;
-  // An empty variable counts as unset, as the AWS CLI treats it.
   const fromEnv = (name: string): string | undefined => env[name] || undefined;
   const endpoint = o.endpoint ?? fromEnv('AWS_ENDPOINT_URL');
   if (endpoint !== undefined && !z.url({ protocol: /^https?$/ }).safeParse(endpoint).success) {

@@ -105,7 +105,8 @@ export class S3Artifacts implements ArtifactStore {
         ),
       );
       for (const object of page.Contents ?? []) {
-        if (object.Key) keys.push(object.Key.slice(this.prefix.length));
+        // Keys ending in `/` are folder markers that other tools make, not objects of ours.
+        if (object.Key && !object.Key.endsWith('/')) keys.push(object.Key.slice(this.prefix.length));
       }
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
