@@ -161,6 +161,11 @@ describe('DirectoryArtifacts', () => {
     expect(await byUri.get(stored.uri)).toEqual(text('g'));
     expect(readdirSync(path.join(dir, 'b'))).toEqual(['g.arrow']);
   });
+
+  it('rejects an empty root and a file:// URI of another host, naming it', () => {
+    expect(() => openArtifactStore('')).toThrow(ArtifactStoreError);
+    expect(() => openArtifactStore('file://elsewhere/data')).toThrow(/invalid artifact store URI file:\/\/elsewhere\/data/);
+  });
 });
 
 describe('S3Artifacts', () => {

@@ -19,7 +19,8 @@ export class DirectoryArtifacts implements ArtifactStore {
 
   /** @param root a directory path (relative to the working directory) or a `file://` URI; created on the first `put`. */
   constructor(root: string) {
-    this.root = path.resolve(root.startsWith('file:') ? fileURLToPath(root) : root);
+    if (root === '') throw new ArtifactStoreError('artifact store directory is empty');
+    this.root = path.resolve(root.startsWith('file:') ? localPath(root) : root);
     this.uri = pathToFileURL(this.root + path.sep).href;
   }
 
@@ -119,6 +120,14 @@ export class DirectoryArtifacts implements ArtifactStore {
       throw new ArtifactStoreError(`${keyOrUri} is outside ${this.uri}`);
     }
     return this.pathOf(checkKey(relative.split(path.sep).join('/'), this.uri));
+  }
+}
+
+function localPath(uri: string): string {
+  try {
+    return fileURLToPath(uri);
+  } catch (error) {
+    throw new ArtifactStoreError(`invalid artifact store URI ${uri}: ${(error as Error).message}`);
   }
 }
 
