@@ -4,6 +4,7 @@
 #   - npm packages (npm ci)
 #   - the Temporal CLI, built from the Go module proxy into .tools/bin (no binary downloads),
 #     unless a `temporal` is already on PATH
+#   - versitygw (an S3-compatible server for the artifact store's tests), built the same way
 #   - the Python client (clients/python) with pytest, in .tools/venv
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,6 +53,8 @@ else
   mkdir -p .tools/bin
   CGO_ENABLED=0 GOBIN="$PWD/.tools/bin" go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_CLI_VERSION"
 fi
+# The S3-compatible server (versitygw) that the artifact store's tests run against, in .tools/bin.
+bash scripts/install-s3-server.sh
 # The black-box agents (OpenCode, Claude Code, mini-swe-agent), mounted read-only into sandboxes.
 bash scripts/install-agents.sh
 # The Python client and its tests (npm run test:python), in .tools/venv.

@@ -1,6 +1,7 @@
 """
 Fixtures that run the real service: `npx rollout dev` (Temporal dev server, simulated engines,
-gateway, worker, batch API) with a temp data dir and free ports.
+gateway, worker, batch API) with a temp data dir and free ports; and a real S3-compatible server
+(versitygw, built into .tools/bin by scripts/install-s3-server.sh).
 """
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -15,6 +18,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.error import HTTPError, URLError
+from urllib.request import urlopen
 
 import pyarrow as pa
 import pytest
@@ -52,6 +57,68 @@ class DevStack:
 
     def client(self) -> RolloutClient:
         return asyncio.run(RolloutClient.connect(self.temporal_address, task_queue=TASK_QUEUE, api_url=self.api_url))
+
+
+@dataclass(frozen=True)
+class S3Server:
+    endpoint: str
+    access_key: str
+    secret_key: str
+
+    def env(self) -> dict[str, str]:
+        """The AWS_* variables that point a client at this server."""
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_REGION": "us-east-1",
+            "AWS_ACCESS_KEY_ID": self.access_key,
+            "AWS_SECRET_ACCESS_KEY": self.secret_key,
+        }
+
+
+def _versitygw() -> str:
+    built = REPO / ".tools" / "bin" / "versitygw"
+    found = str(built) if built.exists() else shutil.which("versitygw")
+    if found is None:
+        raise RuntimeError("no versitygw: run `bash scripts/install-s3-server.sh` (builds it into .tools/bin)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """versitygw over a temp directory on a free port of 127.0.0.1, with one root account."""
+    root = tmp_path_factory.mktemp("s3")
+    (root / "objects").mkdir()
+    server = S3Server(f"http://127.0.0.1:{free_port()}", "pytest", secrets.token_hex(16))
+    env = {**os.environ, "ROOT_ACCESS_KEY_ID": server.access_key, "ROOT_SECRET_ACCESS_KEY": server.secret_key}
+    with (root / "s3-server.log").open("wb") as out:
+        proc = subprocess.Popen(
+            [_versitygw(), "--port", server.endpoint.removeprefix("http://"), "posix", str(root / "objects")],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urlopen(server.endpoint, timeout=1).close()
+                break
+            except HTTPError:
+                break  # An unsigned request is refused: the server is up.
+            except URLError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"versitygw did not start:\n{(root / 's3-server.log').read_text(errors='replace')}") from None
+                time.sleep(0.1)
+        yield server
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def _stop(proc: subprocess.Popen[bytes], data_dir: Path) -> None:

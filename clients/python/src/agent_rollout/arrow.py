@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from pathlib import Path
-from urllib.parse import urlparse
-from urllib.request import url2pathname
 
 import pyarrow as pa
 
 from .errors import FileCheckError
+from .sources import open_uri
 from .types import FileRef, Manifest
 
 
@@ -62,44 +60,37 @@ TRAJECTORY_SCHEMA = pa.schema(
 )
 
 
-def file_path(uri: str) -> Path:
-    """The local path of a ``file://`` URI (the only scheme the service writes today)."""
-    parsed = urlparse(uri)
-    if parsed.scheme != "file":
-        raise FileCheckError(f"unsupported trajectory file URI {uri!r}: only file:// is readable")
-    return Path(url2pathname(parsed.path))
-
-
-def _sha256(path: Path) -> str:
+def _sha256(source: pa.NativeFile) -> str:
+    """Hex sha256 of the whole file; leaves it at the start again."""
     digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
+    while block := source.read_buffer(1 << 20):
+        digest.update(block)
+    source.seek(0)
     return digest.hexdigest()
 
 
 def read_file(ref: FileRef, verify: bool = True) -> pa.Table:
     """
-    Reads one manifest file into a table (memory-mapped, so token lists are not copied).
+    Reads one manifest file into a table. A local path or ``file://`` URI is memory-mapped, so
+    token lists are not copied; ``s3://`` and ``http(s)://`` URIs are fetched as
+    :mod:`agent_rollout.sources` says (endpoint, credentials and token from the environment).
 
     ``verify`` (default True) checks the file's sha256 and row count against the manifest first, so
     a truncated or replaced file is an error, never silently different training data.
     """
-    path = file_path(ref["uri"])
-    if not path.is_file():
-        raise FileCheckError(f"trajectory file {path} does not exist (is this machine sharing the service's data directory?)")
-    if verify and _sha256(path) != ref["sha256"]:
-        raise FileCheckError(f"sha256 of {path} differs from the manifest")
-    with pa.memory_map(str(path)) as source:
+    uri = ref["uri"]
+    with open_uri(uri) as source:
+        if verify and _sha256(source) != ref["sha256"]:
+            raise FileCheckError(f"sha256 of {uri} differs from the manifest")
         table = pa.ipc.open_stream(source).read_all()
     if verify and table.num_rows != ref["rows"]:
-        raise FileCheckError(f"{path} has {table.num_rows} rows, the manifest says {ref['rows']}")
+        raise FileCheckError(f"{uri} has {table.num_rows} rows, the manifest says {ref['rows']}")
     return table
 
 
 def group_ids(ref: FileRef) -> set[str]:
-    """The groups a file holds rows of; memory-mapped, so only its ``group_id`` column is touched."""
-    with pa.memory_map(str(file_path(ref["uri"]))) as source:
+    """The groups a file holds rows of; a local file is memory-mapped, so only its ``group_id`` column is touched."""
+    with open_uri(ref["uri"]) as source:
         return {gid for batch in pa.ipc.open_stream(source) for gid in batch.column("group_id").unique().to_pylist()}
 
 
