@@ -1,2 +1,3 @@
 export * from './types.js';
 export { SqliteStore } from './sqlite.js';
+export { PostgresStore, type PostgresStoreOptions } from './postgres.js';
