@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything agent-rollout needs on a fresh machine; a second run skips what is there.
-#   - bubblewrap (apt) for the local sandboxes, git for task repositories
+#   - bubblewrap (apt) for the local sandboxes, git for task repositories, PostgreSQL for the
+#     store tests
 #   - npm packages (npm ci)
 #   - the Temporal CLI, built from the Go module proxy into .tools/bin (no binary downloads),
 #     unless a `temporal` is already on PATH
@@ -15,6 +16,8 @@ say() { printf 'setup: %s\n' "$*"; }
 missing_apt=()
 command -v bwrap >/dev/null 2>&1 || missing_apt+=(bubblewrap)
 command -v git >/dev/null 2>&1 || missing_apt+=(git)
+# PostgreSQL server binaries: the tests and bench:store run a private cluster (stack/postgres-cluster.ts).
+[ -n "${PG_BIN:-}" ] || compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || missing_apt+=(postgresql)
 command -v python3 >/dev/null 2>&1 || missing_apt+=(python3)
 python3 -c 'import ensurepip' >/dev/null 2>&1 || missing_apt+=(python3-venv)
 # pytest for the system python3 that sandboxes run (rewards of pytest tasks).
