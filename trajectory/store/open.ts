@@ -1,3 +1,4 @@
+import { PostgresStore } from './postgres.js';
 import { SqliteStore } from './sqlite.js';
 import type { Store } from './types.js';
 
@@ -10,7 +11,7 @@ export class StoreUrlError extends Error {
  * `sqlite:<path>` or a plain path for a SQLite file (one machine). Migrations are applied on open.
  */
 export async function openStore(url: string): Promise<Store> {
-  if (/^postgres(ql)?:\/\//.test(url)) throw new StoreUrlError('the PostgreSQL store is not built in yet');
+  if (/^postgres(ql)?:\/\//.test(url)) return PostgresStore.open(url);
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) throw new StoreUrlError(`unsupported store URL ${url}: use postgres://… or a SQLite file path`);
   return SqliteStore.open(url.replace(/^sqlite:/, ''));
 }
