@@ -4,6 +4,8 @@
 #   - npm packages (npm ci)
 #   - the Temporal CLI, built from the Go module proxy into .tools/bin (no binary downloads),
 #     unless a `temporal` is already on PATH
+#   - PostgreSQL (apt) and the Temporal server with its SQL schema tool, built into .tools/bin, for
+#     the PostgreSQL-backed Temporal server
 #   - the Python client (clients/python) with pytest, in .tools/venv
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +20,8 @@ command -v python3 >/dev/null 2>&1 || missing_apt+=(python3)
 python3 -c 'import ensurepip' >/dev/null 2>&1 || missing_apt+=(python3-venv)
 # pytest for the system python3 that sandboxes run (rewards of pytest tasks).
 /usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || missing_apt+=(python3-pytest)
+# Private PostgreSQL clusters (stack/postgres-cluster.ts) run the Debian cluster binaries directly.
+compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || missing_apt+=(postgresql)
 if [ ${#missing_apt[@]} -gt 0 ]; then
   say "installing ${missing_apt[*]} with apt"
   SUDO=""
@@ -52,6 +56,8 @@ else
   mkdir -p .tools/bin
   CGO_ENABLED=0 GOBIN="$PWD/.tools/bin" go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_CLI_VERSION"
 fi
+# The Temporal server and its SQL schema tool, for a Temporal cluster on PostgreSQL.
+bash scripts/install-temporal-server.sh
 # The black-box agents (OpenCode, Claude Code, mini-swe-agent), mounted read-only into sandboxes.
 bash scripts/install-agents.sh
 # The Python client and its tests (npm run test:python), in .tools/venv.
