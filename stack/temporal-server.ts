@@ -67,7 +67,6 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
   if (!tools) throw new TemporalServerError('the Temporal server is not built: run `bash scripts/install-temporal-server.sh` (or scripts/setup.sh)');
   mkdirSync(options.dataDir, { recursive: true });
   const logFile = path.join(options.dataDir, 'temporal-server.log');
-  const log = openSync(logFile, 'a');
   const pg = new URL(options.postgres.url);
   const database = { host: pg.hostname, port: Number(pg.port || 5432), user: decodeURIComponent(pg.username), password: decodeURIComponent(pg.password) };
   for (const [store, name] of Object.entries(DATABASES)) {
@@ -75,8 +74,8 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
     const schema = path.join(tools.postgresSchemaDir, 'v12', store === 'default' ? 'temporal' : 'visibility', 'versioned');
     const connect = ['--plugin', 'postgres12', '--ep', database.host, '-p', String(database.port), '-u', database.user, ...(database.password ? ['--pw', database.password] : []), '--db', name];
     // Version 0.0 creates only the versioning tables (a no-op when they exist); the update applies every versioned step not applied yet.
-    await runTool(tools, [...connect, 'setup-schema', '-v', '0.0'], log, logFile);
-    await runTool(tools, [...connect, 'update-schema', '-d', schema], log, logFile);
+    await runTool(tools, [...connect, 'setup-schema', '-v', '0.0'], logFile);
+    await runTool(tools, [...connect, 'update-schema', '-d', schema], logFile);
   }
 
   const configDir = path.join(options.dataDir, 'config');
@@ -86,9 +85,10 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
   writeFileSync(path.join(configDir, `${ENVIRONMENT}.yaml`), stringify(await serverConfig(options.port, database, dynamicConfigFile)));
 
   const pidFile = path.join(options.dataDir, 'server.pid');
-  killStale(pidFile, configDir);
+  killStale(pidFile, options.dataDir);
   // Its own process group, as the dev server: Ctrl-C reaches only us, and we stop the server after
   // the worker and the batch are done with it. The pid file lets the next start clean up after a crash.
+  const log = openSync(logFile, 'a');
   const child: ChildProcess = spawn(tools.server, ['--root', options.dataDir, '--config', 'config', '--env', ENVIRONMENT, '--allow-no-auth', 'start'], {
     stdio: ['ignore', log, log],
     detached: true,
@@ -168,9 +168,11 @@ async function serverConfig(port: number, database: { host: string; port: number
 }
 
 /** Runs the SQL tool with its output in the server log. */
-function runTool(tools: TemporalServerTools, args: string[], log: number, logFile: string): Promise<void> {
+function runTool(tools: TemporalServerTools, args: string[], logFile: string): Promise<void> {
   return new Promise((resolve, reject) => {
+    const log = openSync(logFile, 'a');
     const child = spawn(tools.sqlTool, args, { stdio: ['ignore', log, log] });
+    closeSync(log);
     child.once('error', reject);
     child.once('exit', (code, signal) =>
       code === 0 ? resolve() : reject(new TemporalServerError(`temporal-sql-tool ${args.slice(-3).join(' ')} exited with ${code ?? signal}; see ${logFile}`)),
@@ -224,8 +226,8 @@ async function addSearchAttributes(connection: Connection): Promise<void> {
   await connection.workflowService.countWorkflowExecutions({ namespace: NAMESPACE, query });
 }
 
-/** Stops a server a crashed predecessor left running on the same configuration. */
-function killStale(pidFile: string, configDir: string): void {
+/** Stops a server a crashed predecessor left running on the same data directory. */
+function killStale(pidFile: string, dataDir: string): void {
   let pid: number;
   try {
     pid = Number(readFileSync(pidFile, 'utf8'));
@@ -234,7 +236,7 @@ function killStale(pidFile: string, configDir: string): void {
   }
   try {
     const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    if (cmdline.includes(path.dirname(configDir))) process.kill(pid, 'SIGKILL');
+    if (cmdline.includes(dataDir)) process.kill(pid, 'SIGKILL');
   } catch {
     // Already gone.
   }
