@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs everything agent-rollout needs on a fresh machine; a second run skips what is there.
 #   - bubblewrap (apt) for the local sandboxes, git for task repositories, PostgreSQL for the
-#     store tests
+#     store and the PostgreSQL-backed Temporal server
 #   - npm packages (npm ci)
 #   - the Temporal CLI, built from the Go module proxy into .tools/bin (no binary downloads),
 #     unless a `temporal` is already on PATH
 #   - versitygw (an S3-compatible server for the artifact store's tests), built the same way
+#   - the Temporal server with its SQL schema tool, built into .tools/bin, for a Temporal
+#     cluster on PostgreSQL
 #   - the Python client (clients/python) with pytest, in .tools/venv
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,6 +60,8 @@ else
 fi
 # The S3-compatible server (versitygw) that the artifact store's tests run against, in .tools/bin.
 bash scripts/install-s3-server.sh
+# The Temporal server and its SQL schema tool, for a Temporal cluster on PostgreSQL.
+bash scripts/install-temporal-server.sh
 # The black-box agents (OpenCode, Claude Code, mini-swe-agent), mounted read-only into sandboxes.
 bash scripts/install-agents.sh
 # The Python client and its tests (npm run test:python), in .tools/venv.

@@ -25,3 +25,23 @@ export function findTemporalBinary(): string {
   }
   return found;
 }
+
+/** What `scripts/install-temporal-server.sh` puts under `.tools`. */
+export interface TemporalServerTools {
+  /** The Temporal server (`go.temporal.io/server/cmd/server`). */
+  server: string;
+  /** Its SQL schema tool (`go.temporal.io/server/cmd/tools/sql`). */
+  sqlTool: string;
+  /** The PostgreSQL schemas of that server version (`v12/temporal/versioned`, `v12/visibility/versioned`). */
+  postgresSchemaDir: string;
+}
+
+/** The Temporal server, its SQL tool and schemas in `.tools`, or null when they are not built. */
+export function findTemporalServerTools(): TemporalServerTools | null {
+  const tools = {
+    server: path.join(PROJECT_ROOT, '.tools', 'bin', 'temporal-server'),
+    sqlTool: path.join(PROJECT_ROOT, '.tools', 'bin', 'temporal-sql-tool'),
+    postgresSchemaDir: path.join(PROJECT_ROOT, '.tools', 'temporal-schema', 'postgresql'),
+  };
+  return Object.values(tools).every((p) => existsSync(p)) ? tools : null;
+}
