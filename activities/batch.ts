@@ -1,31 +1,36 @@
-import path from 'node:path';
-import { episodeRows, writeArrowStream, type Store } from '../trajectory/index.js';
+import { ApplicationFailure } from '@temporalio/activity';
+import { exportGroup, GroupExportError, type ArtifactStore, type Store } from '../trajectory/index.js';
+import { GROUP_EXPORT_INCOMPLETE, type GroupExportIncompleteDetails } from '../workflows/export-failures.js';
 import { GatewayAdminClient } from './gateway-admin.js';
 import type { ManifestFile } from './types.js';
 
 export interface BatchActivityDeps {
   store: Store;
-  /** Where batch files go: `<exportDir>/<batchId>/groups/<groupId>.arrow`. */
-  exportDir: string;
+  /** Where group files go: `<batchId>/groups/<groupId>.arrow` under its root. */
+  artifacts: ArtifactStore;
   gateway: { url: string; adminToken: string };
-}
-
-/** The Arrow file of one group of a batch. */
-export function groupFilePath(exportDir: string, batchId: string, groupId: string): string {
-  return path.join(exportDir, batchId, 'groups', `${groupId}.arrow`);
 }
 
 /** Activities of the batch workflow itself. */
 export function createBatchActivities(deps: BatchActivityDeps) {
   const gateway = new GatewayAdminClient(deps.gateway);
   return {
-    /** Writes a finished group's rows to its own Arrow IPC stream file; returns where, not the data. */
+    /**
+     * Writes a finished group's rows to its own Arrow IPC stream file and checks the file read
+     * back against the store; returns where, not the data. Missing rows fail it (retryably: a
+     * flaky artifact store may do better next time) with the episodes named in the details.
+     */
     async exportGroup(input: { batchId: string; groupId: string; episodeIds: string[] }): Promise<ManifestFile> {
-      // Exactly the episodes the batch counts: a stale episode's re-run replaces it.
-      const wanted = new Set(input.episodeIds);
-      const episodes = await deps.store.listGroupEpisodes(input.batchId, input.groupId);
-      const rows = await episodeRows(deps.store, episodes.filter((e) => wanted.has(e.episodeId)));
-      return writeArrowStream(groupFilePath(deps.exportDir, input.batchId, input.groupId), rows);
+      try {
+        return await exportGroup(deps, input);
+      } catch (error) {
+        if (!(error instanceof GroupExportError)) throw error;
+        throw ApplicationFailure.create({
+          type: GROUP_EXPORT_INCOMPLETE,
+          message: error.message.slice(0, 2000),
+          details: [{ missingEpisodeIds: error.missingEpisodeIds } satisfies GroupExportIncompleteDetails],
+        });
+      }
     },
 
     /** The gateway's current policy version, for the staleness bound. */

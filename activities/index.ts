@@ -5,7 +5,7 @@ import { SandboxError, type SandboxProvider } from '../sandbox/provider.js';
 import { evaluateReward, runnerMounts, workspaceDiff } from '../tasks/reward/index.js';
 import { workspaceDirOf } from '../tasks/workspace.js';
 import { secretPathsOf } from '../tasks/secret-paths.js';
-import type { Store } from '../trajectory/index.js';
+import type { ArtifactStore, Store } from '../trajectory/index.js';
 import type { SessionSummary } from '../gateway/session/session-manager.js';
 import { agentSidecarMounts, isBlackBoxAgent } from '../agents/presets/index.js';
 import {
@@ -29,8 +29,8 @@ export interface ActivityDeps {
   hostQueue: string;
   /** Where the built-in agent keeps its per-episode state. */
   agentStateDir: string;
-  /** Where batch files are written (`<exportDir>/<batchId>/`). */
-  exportDir: string;
+  /** Where group files are written (`<batchId>/groups/` under its root); readable from any host. */
+  artifacts: ArtifactStore;
   /** Bytes of command output shown to the model. */
   maxOutputBytes: number;
   /** Time for one sandbox TTL: a sandbox outliving its episode by this much is swept. */

@@ -144,7 +144,11 @@ export interface ManifestFile {
   sha256: string;
 }
 
-export type GroupStatus = 'finished' | 'failure' | 'filtered';
+/**
+ * `export_failed`: the group finished, but its file could not be written whole (rows of ok
+ * episodes missing after retries); `missing_episode_ids` names them and the batch is `partial`.
+ */
+export type GroupStatus = 'finished' | 'failure' | 'filtered' | 'export_failed';
 
 export interface GroupState {
   groupId: string;
@@ -157,6 +161,8 @@ export interface GroupState {
   status: GroupStatus | null;
   /** The group's own Arrow file, written when it finished; null for filtered and failed groups. */
   file: ManifestFile | null;
+  /** For `export_failed`: the ok episodes whose rows are not in a file. Absent in older carries. */
+  missingEpisodeIds?: string[];
 }
 
 /** What a batch run carries into its next run after continue-as-new. */
@@ -169,6 +175,8 @@ export interface BatchCarry {
   episodesOk: number;
   tokens: number;
   stale: number;
+  /** Groups reported `export_failed`. Absent in older carries. */
+  exportFailed?: number;
 }
 
 export interface ManifestGroup {
@@ -179,6 +187,8 @@ export interface ManifestGroup {
   status: GroupStatus;
   rewards: (number | null)[];
   failures: GroupFailure[];
+  /** Only for `export_failed`: the ok episodes whose rows could not be exported. */
+  missing_episode_ids?: string[];
 }
 
 /** A finished group as the `finishedGroups` update hands it over: the manifest group and its file. */
@@ -208,10 +218,14 @@ export interface FinishedGroupsAnswer {
 export interface BatchManifest {
   schema: 'agent-rollout/v1';
   batch_id: string;
+  /**
+   * `complete`: every episode ok and every finished group's file whole; `partial`: some episode
+   * failed or some group is `export_failed`.
+   */
   status: 'complete' | 'partial' | 'cancelled';
   groups: FinishedGroup[];
   files: ManifestFile[];
-  stats: { episodes: number; chains: number; tokens: number; wall_s: number; stale: number };
+  stats: { episodes: number; chains: number; tokens: number; wall_s: number; stale: number; export_failed: number };
 }
 
 export interface BatchProgress {
@@ -227,4 +241,6 @@ export interface BatchProgress {
   groupsFinished: number;
   /** Episodes found stale: dropped or re-run. */
   stale: number;
+  /** Groups whose file could not be written whole. */
+  exportFailed: number;
 }

@@ -66,10 +66,25 @@ export class GatewayForwardError extends ApiError {
   }
 }
 
-/** A batch file on disk does not match the checksum the manifest recorded. */
+/** A group file does not match what the manifest recorded (checksum, row count). */
 export class CorruptFileError extends ApiError {
   override name = 'CorruptFileError';
-  constructor(uri: string) {
-    super(500, 'internal_error', `${uri} does not match its recorded sha256`);
+  constructor(message: string) {
+    super(500, 'internal_error', message);
+  }
+}
+
+/** Some groups asked for were reported `export_failed`: their rows are not whole. */
+export class IncompleteDataError extends ApiError {
+  override name = 'IncompleteDataError';
+  constructor(message: string) {
+    super(409, 'export_failed', message);
+  }
+}
+
+export class ReportNotFoundError extends ApiError {
+  override name = 'ReportNotFoundError';
+  constructor(batchId: string, reportId: string) {
+    super(404, 'not_found', `no log-prob report ${reportId} of batch ${batchId}`);
   }
 }

@@ -2,10 +2,11 @@ import { GatewayAdminError, type GatewayAdminClient } from '../activities/gatewa
 import type { BatchProgress } from '../activities/types.js';
 import type { BatchSpec } from '../stack/batches.js';
 import type { Config } from '../stack/config.js';
-import type { BatchFiles } from './batch-files.js';
-import { groupsStream, readGroupBatches } from './batch-files.js';
+import { randomUUID } from 'node:crypto';
+import type { ArtifactStore, BatchDataStore } from '../trajectory/index.js';
 import type { BatchService } from './batch-service.js';
-import { GatewayForwardError, UnknownGroupError, UnknownTrajectoryError } from './errors.js';
+import { CorruptFileError, GatewayForwardError, IncompleteDataError, ReportNotFoundError, UnknownGroupError, UnknownTrajectoryError } from './errors.js';
+import { GroupFileMismatchError, groupsStream, IncompleteGroupsError, readGroupBatches } from './group-data.js';
 import { consistencyFigures } from './logprob-report.js';
 import { recordedTrajectories } from './recorded-rows.js';
 import { defineRoute, type RouteSpec } from './route.js';
@@ -14,8 +15,27 @@ import * as S from './schemas.js';
 export interface RouteDeps {
   config: Config;
   batches: BatchService;
-  files: BatchFiles;
+  /** Acknowledgements and log-prob reports, shared by every API process. */
+  store: BatchDataStore;
+  /** Where the group files are. */
+  artifacts: ArtifactStore;
   gateway: GatewayAdminClient;
+}
+
+/** Group data read for an answer; the file errors become the API's own. */
+async function groupData<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    if (error instanceof IncompleteGroupsError) throw new IncompleteDataError(error.message);
+    if (error instanceof GroupFileMismatchError) throw new CorruptFileError(error.message);
+    throw error;
+  }
+}
+
+/** Where a stored report is served. */
+function reportUri(batchId: string, reportId: string): string {
+  return `/v1/batches/${encodeURIComponent(batchId)}/logprobs/${reportId}`;
 }
 
 /** Media type of an Arrow IPC stream. */
@@ -33,6 +53,7 @@ function progressOut(p: BatchProgress) {
     mean_reward: p.meanReward,
     groups_finished: p.groupsFinished,
     stale: p.stale,
+    export_failed: p.exportFailed ?? 0,
   };
 }
 
@@ -66,7 +87,7 @@ async function forward<T>(call: () => Promise<T>): Promise<T> {
 
 /** Every route of the API, in the order the OpenAPI document lists them. */
 export function apiRoutes(deps: RouteDeps): RouteSpec[] {
-  const { batches, files, gateway } = deps;
+  const { batches, store, artifacts, gateway } = deps;
   return [
     defineRoute({
       method: 'POST',
@@ -92,8 +113,8 @@ export function apiRoutes(deps: RouteDeps): RouteSpec[] {
           status,
           progress: progress ? progressOut(progress) : null,
           manifest: status === 'completed' ? await batches.manifest(params.id) : null,
-          acked_group_ids: files.ackedGroups(params.id),
-          logprob_reports: files.reports(params.id),
+          acked_group_ids: await store.ackedGroups(params.id),
+          logprob_reports: (await store.listReports(params.id)).map((r) => reportUri(params.id, r.reportId)),
         };
       },
     }),
@@ -123,11 +144,11 @@ export function apiRoutes(deps: RouteDeps): RouteSpec[] {
           groups = groups.filter((g) => wanted.includes(g.group_id));
         }
         if (query.unacked === 'true') {
-          const acked = new Set(files.ackedGroups(params.id));
+          const acked = new Set(await store.ackedGroups(params.id));
           groups = groups.filter((g) => !acked.has(g.group_id));
         }
         reply.header('content-type', ARROW_STREAM);
-        return Buffer.from(groupsStream(groups));
+        return Buffer.from(await groupData(() => groupsStream(artifacts, groups)));
       },
     }),
     defineRoute({
@@ -135,7 +156,7 @@ export function apiRoutes(deps: RouteDeps): RouteSpec[] {
       url: '/v1/batches/:id/ack',
       summary: 'Acknowledge groups the trainer has consumed',
       description:
-        'Records the groups as consumed (acks.json beside the batch files). `GET /data?unacked=true` then leaves them out, and their files may be deleted by a later clean-up of the data directory; nothing is deleted now.',
+        'Records the groups as consumed (in the shared store). `GET /data?unacked=true` then leaves them out, and their files may be deleted by a later clean-up; nothing is deleted now.',
       params: S.BatchParams,
       body: S.AckBody,
       answer: S.AckAnswer,
@@ -143,7 +164,7 @@ export function apiRoutes(deps: RouteDeps): RouteSpec[] {
         const finished = new Set((await batches.allFinishedGroups(params.id)).map((g) => g.group_id));
         const unknown = body.group_ids.filter((id) => !finished.has(id));
         if (unknown.length > 0) throw new UnknownGroupError(params.id, unknown);
-        return { batch_id: params.id, acked_group_ids: files.ack(params.id, body.group_ids) };
+        return { batch_id: params.id, acked_group_ids: await store.ackGroups(params.id, body.group_ids) };
       },
     }),
     defineRoute({
@@ -164,20 +185,34 @@ export function apiRoutes(deps: RouteDeps): RouteSpec[] {
       url: '/v1/batches/:id/logprobs',
       summary: "Training-inference consistency: compare the trainer's log-probs with the rollout's",
       description:
-        'Compares, on sampled tokens, the probabilities the trainer recomputed with those the engine reported: Pearson correlation, mean/max/std absolute difference, and the worst trajectories. The report is stored beside the batch files and listed by GET /v1/batches/{id}.',
+        'Compares, on sampled tokens, the probabilities the trainer recomputed with those the engine reported: Pearson correlation, mean/max/std absolute difference, and the worst trajectories. The report is stored with the batch, listed by GET /v1/batches/{id} and served at its `report_uri`.',
       params: S.BatchParams,
       body: S.LogprobsBody,
       answer: S.LogprobReport,
       handler: async ({ params, body }) => {
         const wanted = new Set(body.trajectories.map((t) => t.trajectory_id));
-        const recorded = recordedTrajectories(readGroupBatches(await batches.allFinishedGroups(params.id)), wanted);
+        const groups = await batches.allFinishedGroups(params.id);
+        const recorded = recordedTrajectories(await groupData(() => readGroupBatches(artifacts, groups)), wanted);
         const unknown = [...wanted].filter((id) => !recorded.has(id));
         if (unknown.length > 0) throw new UnknownTrajectoryError(params.id, unknown);
         const figures = consistencyFigures(recorded, body.trajectories, body.top_k);
         const createdAt = new Date();
-        let report: S.LogprobReport | undefined;
-        files.saveReport(params.id, createdAt, (uri) => (report = { batch_id: params.id, report_uri: uri, created_at: createdAt.toISOString(), ...figures }));
+        const reportId = randomUUID();
+        const report: S.LogprobReport = { batch_id: params.id, report_uri: reportUri(params.id, reportId), created_at: createdAt.toISOString(), ...figures };
+        await store.saveReport({ reportId, batchId: params.id, createdAt: createdAt.getTime(), json: JSON.stringify(report) });
         return report;
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/v1/batches/:id/logprobs/:report_id',
+      summary: 'A stored log-prob consistency report',
+      params: S.ReportParams,
+      answer: S.LogprobReport,
+      handler: async ({ params }) => {
+        const stored = await store.getReport(params.report_id);
+        if (!stored || stored.batchId !== params.id) throw new ReportNotFoundError(params.id, params.report_id);
+        return JSON.parse(stored.json) as S.LogprobReport;
       },
     }),
     defineRoute({

@@ -11,6 +11,7 @@ export const BatchIdSchema = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/, 'letters, digits, ".", "_" and "-", at most 200, starting with a letter or digit');
 
 export const BatchParams = z.object({ id: BatchIdSchema });
+export const ReportParams = z.object({ id: BatchIdSchema, report_id: z.uuid() });
 
 export const CreateBatchBody = z
   .object({
@@ -58,6 +59,7 @@ export const Progress = z.object({
   mean_reward: z.number().nullable(),
   groups_finished: z.number().int(),
   stale: z.number().int(),
+  export_failed: z.number().int().describe('Groups whose file could not be written whole.'),
 });
 
 export const ManifestFile = z.object({ uri: z.string(), format: z.literal('arrow-stream'), rows: z.number().int(), sha256: z.string() });
@@ -67,9 +69,10 @@ export const FinishedGroup = z.object({
   task_id: z.string(),
   n_requested: z.number().int(),
   n_ok: z.number().int(),
-  status: z.enum(['finished', 'failure', 'filtered']),
+  status: z.enum(['finished', 'failure', 'filtered', 'export_failed']),
   rewards: z.array(z.number().nullable()),
   failures: z.array(z.object({ episode_index: z.number().int(), reason: z.string() })),
+  missing_episode_ids: z.array(z.string()).optional().describe('Only for `export_failed`: the ok episodes whose rows could not be exported.'),
   file: ManifestFile.nullable(),
 });
 
@@ -79,7 +82,15 @@ export const Manifest = z.object({
   status: z.enum(['complete', 'partial', 'cancelled']),
   groups: z.array(FinishedGroup),
   files: z.array(ManifestFile),
-  stats: z.object({ episodes: z.number().int(), chains: z.number().int(), tokens: z.number().int(), wall_s: z.number(), stale: z.number().int() }),
+  stats: z.object({
+    episodes: z.number().int(),
+    chains: z.number().int(),
+    tokens: z.number().int(),
+    wall_s: z.number(),
+    stale: z.number().int(),
+    // Manifests of batches that ended before export checks have none.
+    export_failed: z.number().int().optional(),
+  }),
 });
 
 export const BatchStatusAnswer = z.object({
@@ -88,7 +99,7 @@ export const BatchStatusAnswer = z.object({
   progress: Progress.nullable(),
   manifest: Manifest.nullable().describe('The result, once the batch workflow has completed.'),
   acked_group_ids: z.array(z.string()),
-  logprob_reports: z.array(z.string()).describe('file:// URIs of the stored log-prob consistency reports, oldest first.'),
+  logprob_reports: z.array(z.string()).describe('Paths (`/v1/batches/{id}/logprobs/{report_id}`) of the stored log-prob consistency reports, oldest first.'),
 });
 
 export const GroupsQuery = z.object({

@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { GatewayAdminClient } from '../activities/gateway-admin.js';
 import type { Config } from '../stack/config.js';
-import { BatchFiles } from './batch-files.js';
+import type { ArtifactStore, BatchDataStore } from '../trajectory/index.js';
 import { BatchService } from './batch-service.js';
 import { ApiError } from './errors.js';
 import { openApiDocument } from './openapi.js';
@@ -15,8 +15,10 @@ const BODY_LIMIT_BYTES = 256 * 1024 * 1024;
 export interface ApiDeps {
   config: Config;
   client: Client;
-  /** Where the batch files are (`<exportDir>/<batchId>/`). */
-  exportDir: string;
+  /** Acknowledgements and log-prob reports. */
+  store: BatchDataStore;
+  /** Where the group files are. */
+  artifacts: ArtifactStore;
   gateway: { url: string; adminToken: string };
 }
 
@@ -31,7 +33,8 @@ export function buildApiServer(deps: ApiDeps): FastifyInstance {
   const routes = apiRoutes({
     config: deps.config,
     batches: new BatchService(deps.client, deps.config),
-    files: new BatchFiles(deps.exportDir),
+    store: deps.store,
+    artifacts: deps.artifacts,
     gateway: new GatewayAdminClient(deps.gateway),
   });
   for (const route of routes) registerRoute(app, route);

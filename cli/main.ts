@@ -8,7 +8,8 @@ import { dataPaths } from '../stack/paths.js';
 import { createSandboxProvider } from '../sandbox/index.js';
 import { startStack, startStandaloneWorker, type Stack } from '../stack/stack.js';
 import { TaskLoadError } from '../tasks/loader.js';
-import { groupsStream } from '../api/batch-files.js';
+import { GroupFileMismatchError, groupsStream, IncompleteGroupsError } from '../api/group-data.js';
+import { openConfiguredArtifacts } from '../stack/artifacts.js';
 import { progressQuery } from '../workflows/queries.js';
 import { parseCliArgs, USAGE, UsageError, type ParsedArgs } from './args.js';
 
@@ -161,7 +162,12 @@ async function batch(config: Config, args: ParsedArgs): Promise<void> {
         const manifest = (await client.workflow.getHandle(id).result()) as BatchManifest;
         const out = path.resolve(args.out);
         await mkdir(path.dirname(out), { recursive: true });
-        await writeFile(out, groupsStream(manifest.groups));
+        const artifacts = openConfiguredArtifacts(config);
+        try {
+          await writeFile(out, await groupsStream(artifacts, manifest.groups));
+        } finally {
+          await artifacts.close();
+        }
         say(`wrote ${manifest.files.reduce((sum, f) => sum + f.rows, 0)} trajectories of ${manifest.files.length} groups to ${out}`);
         return;
       }
@@ -196,6 +202,8 @@ async function main(argv: string[]): Promise<void> {
 }
 
 const EXPECTED = [UsageError, ConfigError, TaskLoadError, BatchRequestError, WorkflowNotFoundError];
+/** A batch's data is not whole: its rows are not written out as if it were. */
+const DATA_ERRORS = [IncompleteGroupsError, GroupFileMismatchError];
 
 main(process.argv.slice(2)).then(
   () => process.exit(0),
@@ -203,6 +211,10 @@ main(process.argv.slice(2)).then(
     if (EXPECTED.some((cls) => error instanceof cls)) {
       process.stderr.write(`rollout: ${(error as Error).message}\n`);
       process.exit(2);
+    }
+    if (DATA_ERRORS.some((cls) => error instanceof cls)) {
+      process.stderr.write(`rollout: ${(error as Error).message}\n`);
+      process.exit(3);
     }
     process.stderr.write(`rollout: ${(error as Error).stack ?? String(error)}\n`);
     process.exit(1);

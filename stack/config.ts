@@ -50,6 +50,28 @@ export const ConfigSchema = z
         port: z.number().int().min(0).default(8400),
       })
       .prefault({}),
+    /** Where trajectory group files go: readable from every host that serves the API or exports. */
+    artifacts: z
+      .object({
+        /**
+         * `s3://bucket/prefix` (S3-compatible object storage), `file:///path` or a directory (a
+         * shared file system in a cluster). Default none: `<dataDir>/batches`, for one machine.
+         */
+        uri: z.string().min(1).nullable().default(null),
+        /** S3 connection; each key left out falls back to its `AWS_*` environment variable. */
+        s3: z
+          .object({
+            endpoint: z.string().url().optional(),
+            region: z.string().min(1).optional(),
+            accessKeyId: z.string().min(1).optional(),
+            secretAccessKey: z.string().min(1).optional(),
+            forcePathStyle: z.boolean().optional(),
+          })
+          .strict()
+          .prefault({}),
+      })
+      .strict()
+      .prefault({}),
     model: z
       .object({
         dir: z.string().nullable().default(null),

@@ -11,7 +11,8 @@ import { AdmissionControl, createRouter, type InstanceConfig } from '../schedule
 import { createSandboxProvider } from '../sandbox/index.js';
 import { bubblewrapTmpHostDir } from '../sandbox/bridge.js';
 import { scriptForTask } from '../tasks/solution-script.js';
-import { SqliteStore, type Store } from '../trajectory/index.js';
+import { SqliteStore, type ArtifactStore, type Store } from '../trajectory/index.js';
+import { openConfiguredArtifacts } from './artifacts.js';
 import { hostQueueOf, installWorkerRuntime, RolloutWorker } from '../workers/worker.js';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { ConfigError, type Config } from './config.js';
@@ -142,7 +143,9 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     stops.push(() => connection.close());
     const client = new Client({ connection, namespace: config.temporal.namespace });
 
-    const api = buildApiServer({ config, client, exportDir: paths.exports, gateway: { url: gatewayUrl, adminToken: token } });
+    const artifacts = openConfiguredArtifacts(config);
+    stops.push(() => artifacts.close());
+    const api = buildApiServer({ config, client, store, artifacts, gateway: { url: gatewayUrl, adminToken: token } });
     await api.listen({ host: config.api.host, port: config.api.port });
     stops.push(() => api.close());
     const apiAddress = api.server.address();
@@ -151,7 +154,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
 
     let worker: RolloutWorker | undefined;
     if (parts.worker ?? true) {
-      worker = await startWorker(config, { temporalAddress, gatewayUrl, engines, isAvailable, store, tasks, workflowBundle: parts.workflowBundle, stops });
+      worker = await startWorker(config, { temporalAddress, gatewayUrl, engines, isAvailable, store, artifacts, tasks, workflowBundle: parts.workflowBundle, stops });
       log(`worker polling ${config.temporal.taskQueue} and ${hostQueueOf(config.temporal.taskQueue, config.worker.hostId)}`);
     }
     return { config, temporalAddress, uiUrl: devServer?.uiUrl ?? null, gatewayUrl, apiUrl, engines, client, store, worker, stop };
@@ -171,6 +174,7 @@ export async function startWorker(
     /** Whether an engine may take new episodes (the gateway's health view). Default: every engine. */
     isAvailable?: (instance: string) => boolean;
     store: Store;
+    artifacts: ArtifactStore;
     tasks: TaskCatalog;
     workflowBundle?: WorkflowBundleWithSourceMap;
     stops: (() => Promise<void>)[];
@@ -197,7 +201,7 @@ export async function startWorker(
     gateway: { url: ctx.gatewayUrl, adminToken: adminToken(config.dataDir) },
     hostQueue,
     agentStateDir: paths.agentState,
-    exportDir: paths.exports,
+    artifacts: ctx.artifacts,
     maxOutputBytes: config.agent.maxOutputBytes,
     sandboxTtlMs: config.sandbox.ttlMs,
     sandboxTmpHostDir: bubblewrapTmpHostDir(paths.sandboxes),
@@ -237,11 +241,14 @@ export async function startStandaloneWorker(config: Config): Promise<{ worker: R
   const stops: (() => Promise<void>)[] = [];
   const store = SqliteStore.open(dataPaths(config.dataDir).store);
   stops.push(() => store.close());
+  const artifacts = openConfiguredArtifacts(config);
+  stops.push(() => artifacts.close());
   const worker = await startWorker(config, {
     temporalAddress: config.temporal.address,
     gatewayUrl: config.gateway.url,
     engines: configuredInstances(config),
     store,
+    artifacts,
     tasks: new TaskCatalog(),
     stops,
   });

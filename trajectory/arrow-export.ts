@@ -12,9 +12,6 @@ import {
   vectorFromArray,
   type DataType,
 } from 'apache-arrow';
-import { createHash } from 'node:crypto';
-import { mkdir, rename, writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import type { TrajectoryRow } from './row.js';
 
 const listOf = (type: DataType): List => new List(new Field('item', type, false));
@@ -73,25 +70,7 @@ export function rowsToTable(rows: TrajectoryRow[]): Table {
   return new Table(columns);
 }
 
-/** One written file, as listed in the batch manifest. */
-export interface ExportedFile {
-  uri: string;
-  format: 'arrow-stream';
-  rows: number;
-  sha256: string;
-}
-
-/** Writes rows as an Arrow IPC stream file (pyarrow: `pa.ipc.open_stream(path).read_all()`). */
-export async function writeArrowStream(file: string, rows: TrajectoryRow[]): Promise<ExportedFile> {
-  await mkdir(path.dirname(file), { recursive: true });
-  const bytes = RecordBatchStreamWriter.writeAll(rowsToTable(rows)).toUint8Array(true);
-  const tmp = `${file}.tmp`;
-  await writeFile(tmp, bytes);
-  await rename(tmp, file);
-  return {
-    uri: `file://${path.resolve(file)}`,
-    format: 'arrow-stream',
-    rows: rows.length,
-    sha256: createHash('sha256').update(bytes).digest('hex'),
-  };
+/** Rows as the bytes of one Arrow IPC stream (pyarrow: `pa.ipc.open_stream(source).read_all()`). */
+export function arrowStreamBytes(rows: TrajectoryRow[]): Uint8Array {
+  return RecordBatchStreamWriter.writeAll(rowsToTable(rows)).toUint8Array(true);
 }

@@ -1,5 +1,7 @@
 import {
+  ActivityFailure,
   allHandlersFinished,
+  ApplicationFailure,
   CancellationScope,
   condition,
   continueAsNew,
@@ -11,6 +13,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
+import { GROUP_EXPORT_INCOMPLETE, type GroupExportIncompleteDetails } from './export-failures.js';
 import type {
   BatchCarry,
   BatchInput,
@@ -38,6 +41,24 @@ const control = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 10 },
 });
+/**
+ * A group's export, checked against the store: retried a few times (a flaky artifact store), then
+ * the group is reported `export_failed` instead of stalling the batch.
+ */
+const exporter = proxyActivities<Activities>({
+  startToCloseTimeout: '2 minutes',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s', maximumAttempts: 5 },
+});
+
+/** The episodes a failed export names (its details), else all it was asked for. */
+function missingEpisodes(error: ActivityFailure, asked: string[]): string[] {
+  const cause = error.cause;
+  if (cause instanceof ApplicationFailure && cause.type === GROUP_EXPORT_INCOMPLETE) {
+    const details = cause.details?.[0] as GroupExportIncompleteDetails | undefined;
+    if (details && Array.isArray(details.missingEpisodeIds)) return details.missingEpisodeIds;
+  }
+  return asked;
+}
 
 /** Group ids may not contain `_`: trajectory ids are `{group_id}_{episode}_{chain}`. */
 export function groupIdOf(batchId: string, taskIndex: number): string {
@@ -63,6 +84,7 @@ function groupStatus(group: GroupState, filterUniform: boolean): GroupStatus {
 }
 
 function finishedGroup(input: BatchInput, g: GroupState): FinishedGroup {
+  const missing = g.status === 'export_failed' ? { missing_episode_ids: g.missingEpisodeIds ?? [] } : {};
   return {
     group_id: g.groupId,
     task_id: g.taskId,
@@ -71,6 +93,7 @@ function finishedGroup(input: BatchInput, g: GroupState): FinishedGroup {
     status: g.status ?? groupStatus(g, input.filterUniformGroups),
     rewards: g.rewards,
     failures: g.failures,
+    ...missing,
     file: g.file,
   };
 }
@@ -125,6 +148,7 @@ export async function batchWorkflow(request: BatchRequest, carry?: BatchCarry): 
       meanReward: rewards.length ? rewards.reduce((a, b) => a + b, 0) / rewards.length : null,
       groupsFinished: state.finishedOrder.length,
       stale: state.stale,
+      exportFailed: state.exportFailed ?? 0,
     };
   });
 
@@ -147,13 +171,18 @@ export async function batchWorkflow(request: BatchRequest, carry?: BatchCarry): 
   /** A group whose samples have all ended: its status, its file, its place in the cursor. */
   const finishGroup = async (taskIndex: number) => {
     const group = state.groups[taskIndex]!;
-    const status = groupStatus(group, input.filterUniformGroups);
+    let status = groupStatus(group, input.filterUniformGroups);
     if (status === 'finished') {
       const episodeIds = group.rewards.flatMap((r, sample) => (r === null ? [] : [episodeIdOf(input.batchId, group.taskId, sample, group.reruns[sample] ?? 0)]));
       exporting += 1;
       try {
         // Not cancellable: a cancelled batch still hands over the groups that finished.
-        group.file = await CancellationScope.nonCancellable(() => control.exportGroup({ batchId: input.batchId, groupId: group.groupId, episodeIds }));
+        group.file = await CancellationScope.nonCancellable(() => exporter.exportGroup({ batchId: input.batchId, groupId: group.groupId, episodeIds }));
+      } catch (error) {
+        if (!(error instanceof ActivityFailure)) throw error;
+        status = 'export_failed';
+        group.missingEpisodeIds = missingEpisodes(error, episodeIds);
+        state.exportFailed = (state.exportFailed ?? 0) + 1;
       } finally {
         exporting -= 1;
       }
@@ -266,7 +295,7 @@ export async function batchWorkflow(request: BatchRequest, carry?: BatchCarry): 
   const manifest: BatchManifest = {
     schema: 'agent-rollout/v1',
     batch_id: input.batchId,
-    status: cancelled ? 'cancelled' : state.episodesOk === total ? 'complete' : 'partial',
+    status: cancelled ? 'cancelled' : state.episodesOk === total && !state.exportFailed ? 'complete' : 'partial',
     groups,
     files,
     stats: {
@@ -275,6 +304,7 @@ export async function batchWorkflow(request: BatchRequest, carry?: BatchCarry): 
       tokens: state.tokens,
       wall_s: (Date.now() - state.startedAtMs) / 1000,
       stale: state.stale,
+      export_failed: state.exportFailed ?? 0,
     },
   };
   await CancellationScope.nonCancellable(() => condition(allHandlersFinished));

@@ -1,7 +1,5 @@
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { tableFromIPC } from 'apache-arrow';
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchManifest, FinishedGroup, FinishedGroupsAnswer } from '../../activities/types.js';
 import { startStack, type Stack } from '../../stack/stack.js';
@@ -179,11 +177,11 @@ describe('the HTTP batch API on a real stack', () => {
     expect(perturbed.json.pearson).toBeLessThan(1);
     expect(perturbed.json.pearson).toBeGreaterThan(0.5);
 
-    // Stored beside the batch files and listed with the batch.
+    // Stored with the batch, listed with it, and served at its URI.
     const listed = (await api('GET', `/v1/batches/${batchId}`)).json.logprob_reports as string[];
     expect(listed).toContain(exact.json.report_uri);
     expect(listed).toContain(perturbed.json.report_uri);
-    expect(JSON.parse(readFileSync(fileURLToPath(perturbed.json.report_uri), 'utf8'))).toEqual(perturbed.json);
+    expect((await api('GET', perturbed.json.report_uri as string)).json).toEqual(perturbed.json);
 
     const unknown = await api('POST', `/v1/batches/${batchId}/logprobs`, { trajectories: [{ trajectory_id: 'nope_0_0', logprobs: [] }] });
     expect(unknown.status).toBe(400);
@@ -236,6 +234,7 @@ describe('the HTTP batch API on a real stack', () => {
         'POST /v1/batches/{id}/ack',
         'POST /v1/batches/{id}/cancel',
         'POST /v1/batches/{id}/logprobs',
+        'GET /v1/batches/{id}/logprobs/{report_id}',
         'GET /v1/policy',
         'POST /v1/policy/pause',
         'POST /v1/policy/resume',

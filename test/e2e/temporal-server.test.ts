@@ -12,7 +12,8 @@ import { startTemporalServer, type TemporalServer } from '../../stack/temporal-s
 import { finishedGroupsUpdate } from '../../workflows/updates.js';
 import { startTestEngines, testConfig, type TestEngines } from '../helpers/stack.js';
 
-const built = findTemporalServerTools() !== null;
+// Skipped only outside CI: CI's setup builds the server, so a missing build there fails the test.
+const built = findTemporalServerTools() !== null || process.env.CI === 'true';
 const skipReason = 'the Temporal server is not built (bash scripts/install-temporal-server.sh builds it into .tools)';
 if (!built) console.warn(`temporal-server.test.ts skipped: ${skipReason}`);
 

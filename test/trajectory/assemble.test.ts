@@ -1,10 +1,10 @@
 import Database from 'better-sqlite3';
 import { tableFromIPC } from 'apache-arrow';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { assembleEpisode, SqliteStore, writeArrowStream, type EpisodeRecord, type StoredTurn } from '../../trajectory/index.js';
+import { arrowStreamBytes, assembleEpisode, SqliteStore, type EpisodeRecord, type StoredTurn } from '../../trajectory/index.js';
 
 const episode: EpisodeRecord = {
   episodeId: 'b/t/0',
@@ -78,8 +78,7 @@ describe('trajectory assembly', () => {
     (await store.recordEpisode({ ...episode, reward: 0 }));
     expect((await store.listEpisodes('b'))).toHaveLength(1);
     const rows = assembleEpisode((await store.listEpisodes('b'))[0]!, (await store.loadTurns('s')));
-    const file = await writeArrowStream(path.join(dir, 'part.arrow'), rows);
-    const table = tableFromIPC(readFileSync(new URL(file.uri)));
+    const table = tableFromIPC(arrowStreamBytes(rows));
     expect(table.numRows).toBe(1);
     expect(String(table.schema.fields.find((f) => f.name === 'input_ids')!.type)).toBe('List<Int32>');
     expect(String(table.schema.fields.find((f) => f.name === 'loss_mask')!.type)).toBe('List<Uint8>');

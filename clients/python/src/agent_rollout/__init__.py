@@ -14,7 +14,7 @@ tables, and convert them to verl's fields or a plain per-token numpy layout::
 from .arrow import TRAJECTORY_SCHEMA, read_file, read_files, read_table
 from .client import BATCH_WORKFLOW, DEFAULT_TASK_QUEUE, FinishedGroup, RolloutClient, manifest_groups
 from .convert import TokenArrays, as_torch, logprobs_by_trajectory, to_token_arrays, to_verl
-from .errors import ApiError, ApiNotConfiguredError, ConversionError, FileCheckError, NoGroupDataError, RolloutError
+from .errors import ApiError, ApiNotConfiguredError, ConversionError, FileCheckError, IncompleteGroupError, NoGroupDataError, RolloutError
 from .http import HttpApi
 from .sync import SyncRolloutClient
 from .types import FileRef, Manifest, ManifestGroup, Progress
@@ -30,6 +30,7 @@ __all__ = [
     "FileRef",
     "FinishedGroup",
     "HttpApi",
+    "IncompleteGroupError",
     "Manifest",
     "ManifestGroup",
     "NoGroupDataError",

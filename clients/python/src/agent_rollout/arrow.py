@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 import pyarrow as pa
 
-from .errors import FileCheckError
+from .errors import FileCheckError, IncompleteGroupError
 from .sources import open_uri
 from .types import FileRef, Manifest
 
@@ -103,5 +103,11 @@ def read_files(refs: Iterable[FileRef], verify: bool = True) -> pa.Table:
 
 
 def read_table(manifest: Manifest, verify: bool = True) -> pa.Table:
-    """Every trajectory row of a finished batch: the rows of all files its manifest lists."""
+    """
+    Every trajectory row of a finished batch: the rows of all files its manifest lists. A group
+    reported ``export_failed`` raises :class:`IncompleteGroupError`: rows are missing.
+    """
+    for group in manifest["groups"]:
+        if group["status"] == "export_failed":
+            raise IncompleteGroupError(group["group_id"], list(group.get("missing_episode_ids", [])))
     return read_files(manifest["files"], verify)

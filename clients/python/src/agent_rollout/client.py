@@ -15,7 +15,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from . import arrow
-from .errors import ApiNotConfiguredError, NoGroupDataError
+from .errors import ApiNotConfiguredError, FileCheckError, IncompleteGroupError, NoGroupDataError
 from .http import HttpApi, PauseMode
 from .request import batch_request, new_batch_id
 from .types import Failure, FileRef, Manifest, Progress
@@ -36,7 +36,8 @@ class FinishedGroup:
     task_id: str
     n_requested: int
     n_ok: int
-    #: ``finished`` (has data), ``filtered`` (all rewards equal) or ``failure`` (no episode succeeded).
+    #: ``finished`` (has data), ``filtered`` (all rewards equal), ``failure`` (no episode succeeded) or
+    #: ``export_failed`` (its rows could not be written whole; reading it raises IncompleteGroupError).
     status: str
     rewards: list[float | None]
     failures: list[Failure]
@@ -61,12 +62,24 @@ class FinishedGroup:
 
     def read_table(self, verify: bool = True) -> pa.Table:
         """The group's trajectory rows (one per chain); ``verify`` (default True) checks sha256 and rows."""
+        if self.status == "export_failed":
+            raise IncompleteGroupError(self.group_id, list(self.raw.get("missing_episode_ids", [])))
         if self.file is None:
             raise NoGroupDataError(f"group {self.group_id} has status {self.status} and no file")
         table = arrow.read_file(self.file, verify)
         mine = pc.equal(table.column("group_id"), self.group_id)
         # A file shared by several groups (a whole-batch file) holds other groups' rows too.
-        return table if pc.all(mine).as_py() else table.filter(mine)
+        rows = table if pc.all(mine).as_py() else table.filter(mine)
+        episodes = len(pc.unique(rows.column("episode_id")))
+        if verify and episodes != self.n_ok:
+            raise FileCheckError(f"group {self.group_id}: {self.file['uri']} holds rows of {episodes} episodes, the group has {self.n_ok} ok")
+        return rows
+
+
+def _check_whole(group: FinishedGroup, after: int) -> None:
+    """Raises for a group whose rows are not whole; ``after`` is the cursor past it."""
+    if group.status == "export_failed":
+        raise IncompleteGroupError(group.group_id, list(group.raw.get("missing_episode_ids", [])), after)
 
 
 def manifest_groups(manifest: Manifest) -> list[FinishedGroup]:
@@ -168,7 +181,9 @@ class RolloutClient:
     async def iter_groups(self, batch_id: str, after: int = 0) -> AsyncIterator[FinishedGroup]:
         """
         Yields each group as soon as it has finished, in finishing order, and ends when the batch is
-        done. Filtered and failed groups are yielded too (their ``file`` is None).
+        done. Filtered and failed groups are yielded too (their ``file`` is None). A group whose
+        rows could not be exported (``export_failed``) raises :class:`IncompleteGroupError`, whose
+        ``after`` resumes past it.
 
         ``after`` (default 0) is the number of groups already taken, to resume after a restart.
         A closed workflow takes no update, so once the batch has closed the rest come from its
@@ -189,12 +204,15 @@ class RolloutClient:
                     if failures >= _UPDATE_ATTEMPTS:
                         raise
                     continue
-                for group in manifest_groups(await handle.result())[cursor:]:
+                for offset, group in enumerate(manifest_groups(await handle.result())[cursor:]):
+                    _check_whole(group, cursor + offset + 1)
                     yield group
                 return
             failures = 0
-            for obj in page["groups"]:
-                yield FinishedGroup.from_json(obj)
+            for offset, obj in enumerate(page["groups"]):
+                group = FinishedGroup.from_json(obj)
+                _check_whole(group, cursor + offset + 1)
+                yield group
             cursor = page["next"]
             if page["done"]:
                 return

@@ -24,6 +24,20 @@ class FileCheckError(RolloutError):
     """A trajectory file is missing, has an unsupported URI, or its sha256 or row count differs from the manifest."""
 
 
+class IncompleteGroupError(RolloutError):
+    """
+    A group's rows could not be exported whole (status ``export_failed``): the episodes named in
+    ``missing_episode_ids`` have no rows in any file. ``after`` is the cursor past this group, to
+    resume :meth:`RolloutClient.iter_groups` after handling it.
+    """
+
+    def __init__(self, group_id: str, missing_episode_ids: list[str], after: int | None = None) -> None:
+        super().__init__(f"group {group_id} is export_failed: rows of {', '.join(missing_episode_ids) or 'unknown episodes'} are missing")
+        self.group_id = group_id
+        self.missing_episode_ids = missing_episode_ids
+        self.after = after
+
+
 class NoGroupDataError(RolloutError):
     """``read_table`` was called on a group that has no file (status ``filtered`` or ``failure``)."""
 

@@ -41,9 +41,11 @@ class ManifestGroup(TypedDict):
     task_id: str
     n_requested: int
     n_ok: int
-    status: Literal["finished", "failure", "filtered"]
+    status: Literal["finished", "failure", "filtered", "export_failed"]
     rewards: list[float | None]
     failures: list[Failure]
+    #: Only for ``export_failed``: the ok episodes whose rows could not be exported.
+    missing_episode_ids: NotRequired[list[str]]
 
 
 class ManifestStats(TypedDict):
@@ -51,6 +53,9 @@ class ManifestStats(TypedDict):
     chains: int
     tokens: int
     wall_s: float
+    stale: int
+    #: Groups reported ``export_failed``.
+    export_failed: NotRequired[int]
 
 
 class Manifest(TypedDict):
