@@ -13,7 +13,7 @@ export class IncompleteGroupsError extends Error {
   override name = 'IncompleteGroupsError';
   constructor(readonly groups: FinishedGroup[]) {
     super(
-      `rows are missing from ${groups.length} group(s): ` +
+      `rows are missing from ${groups.length} group(s) reported export_failed: ` +
         groups.map((g) => `${g.group_id} (episodes ${(g.missing_episode_ids ?? []).join(', ') || 'unknown'})`).join('; '),
     );
   }
