@@ -1,4 +1,5 @@
 import {
+  ActivityCancellationType,
   ActivityFailure,
   CancellationScope,
   proxyActivities,
@@ -19,9 +20,15 @@ const control = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 10 },
 });
+/**
+ * A cancelled episode waits for its admission wait to end (the activity sees the cancellation at
+ * its next heartbeat, within about 8 s): only then does its release run, so a lease taken in that
+ * window is released too and never outlives the episode.
+ */
 const admission = proxyActivities<Activities>({
   startToCloseTimeout: '24 hours',
-  heartbeatTimeout: '30 seconds',
+  heartbeatTimeout: '10 seconds',
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   retry: { initialInterval: '1s', maximumInterval: '30s' },
 });
 /**
