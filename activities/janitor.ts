@@ -11,6 +11,7 @@ import path from 'node:path';
 import { episodeOfStateFile } from '../agents/builtin/index.js';
 import type { SandboxProvider } from '../sandbox/provider.js';
 import type { RegistryStore } from '../trajectory/index.js';
+import { hostQueueOf } from '../workers/host-queue.js';
 
 /** The label that ties a sandbox to its episode: the episode workflow's id. */
 export const EPISODE_LABEL = 'episode';
@@ -110,10 +111,14 @@ export function createJanitorActivities(deps: JanitorActivityDeps) {
       return sweepThisHost(deps, (episodeId) => isEpisodeOpen(client, episodeId));
     },
 
-    /** Forgets hosts not seen within the TTL and answers the host queues of the others. */
-    async listJanitorHosts(): Promise<string[]> {
+    /**
+     * Forgets hosts not seen within the TTL and answers the host queues of the others that serve
+     * `taskQueue` (one store may serve several deployments).
+     */
+    async listJanitorHosts(input: { taskQueue: string }): Promise<string[]> {
       await deps.store.forgetRegistrations('host', deps.hostTtlMs);
-      return (await deps.store.listRegistrations('host', deps.hostTtlMs)).map((r) => r.id);
+      const live = await deps.store.listRegistrations('host', deps.hostTtlMs);
+      return live.filter((r) => r.id === hostQueueOf(input.taskQueue, r.address)).map((r) => r.id);
     },
   };
 }

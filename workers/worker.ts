@@ -11,10 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type { Activities } from '../activities/index.js';
 import { startJanitor, type JanitorHandle, type JanitorOptions } from './janitor.js';
 
-/** Task queue of one host's sandboxes. */
-export function hostQueueOf(taskQueue: string, hostId: string): string {
-  return `${taskQueue}-host-${hostId}`;
-}
+export { hostQueueOf } from './host-queue.js';
 
 export interface RolloutWorkerOptions {
   connection: NativeConnection;

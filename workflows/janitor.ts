@@ -5,7 +5,7 @@
  * others up: its sweep times out waiting for a worker and is reported, and its successor sweeps
  * on start.
  */
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import type { JanitorSweepResult } from '../activities/janitor.js';
 
@@ -21,7 +21,7 @@ const registry = proxyActivities<Activities>({
 });
 
 export async function janitorWorkflow(): Promise<JanitorHostReport[]> {
-  const hostQueues = await registry.listJanitorHosts();
+  const hostQueues = await registry.listJanitorHosts({ taskQueue: workflowInfo().taskQueue });
   return Promise.all(
     hostQueues.map(async (hostQueue): Promise<JanitorHostReport> => {
       const host = proxyActivities<Activities>({
