@@ -39,6 +39,8 @@ export interface ActivityDeps {
   sandboxTmpHostDir(sandboxId: string): string;
   /** Where black-box agents' stdout and stderr logs are kept. */
   agentLogDir: string;
+  /** The janitor forgets a host not seen for this long, ms. */
+  hostTtlMs: number;
 }
 
 /** Sandbox errors that can never succeed are not retried by Temporal. */
@@ -86,7 +88,7 @@ export function createActivities(deps: ActivityDeps) {
     logDir: deps.agentLogDir,
   });
   return {
-    ...createJanitorActivities({ sandbox: deps.sandbox }),
+    ...createJanitorActivities({ sandbox: deps.sandbox, agentStateDir: deps.agentStateDir, store: deps.store, hostTtlMs: deps.hostTtlMs }),
 
     /**
      * Waits for rollout capacity and returns the episode's home instance. The wait ends when the

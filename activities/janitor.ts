@@ -1,11 +1,17 @@
 /**
- * The janitor's activity, run on each host's queue: removes the host's sandboxes (with their
- * mounts and cgroups) whose TTL has passed, half-made ones, and those whose episode is closed,
- * i.e. whose episode workflow is no longer running.
+ * The janitor's activities. On each host's queue: remove the host's sandboxes (with their mounts
+ * and cgroups) whose TTL has passed, half-made ones, and those whose episode is closed, i.e. whose
+ * episode workflow is no longer running; and the built-in agent's state files of closed episodes.
+ * On the shared queue: the host queues to sweep, from the store's host registry.
  */
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { readdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { episodeOfStateFile } from '../agents/builtin/index.js';
 import type { SandboxProvider } from '../sandbox/provider.js';
+import type { RegistryStore } from '../trajectory/index.js';
+import { hostQueueOf } from '../workers/host-queue.js';
 
 /** The label that ties a sandbox to its episode: the episode workflow's id. */
 export const EPISODE_LABEL = 'episode';
@@ -15,6 +21,8 @@ export interface JanitorSweepResult {
   expired: string[];
   /** Sandboxes removed because their episode workflow is no longer running. */
   closed: string[];
+  /** Agent state files (names in the state directory) removed because their episode is closed. */
+  agentState: string[];
 }
 
 /**
@@ -34,7 +42,7 @@ export async function isEpisodeOpen(client: Client, episodeId: string): Promise<
 export async function sweepSandboxes(
   provider: SandboxProvider,
   episodeOpen: (episodeId: string) => Promise<boolean>,
-): Promise<JanitorSweepResult> {
+): Promise<Omit<JanitorSweepResult, 'agentState'>> {
   const expired = provider.sweepExpired ? await provider.sweepExpired() : [];
   const closed: string[] = [];
   for (const info of await provider.list()) {
@@ -50,12 +58,67 @@ export async function sweepSandboxes(
   return { expired, closed };
 }
 
-export function createJanitorActivities(deps: { sandbox: SandboxProvider }) {
+/**
+ * Removes the state files in `stateDir` of closed episodes: an attempt whose cleanup never ran
+ * (its host was down past the cleanup window, or its batch was terminated) leaves one behind.
+ */
+export async function sweepAgentState(stateDir: string, episodeOpen: (episodeId: string) => Promise<boolean>): Promise<string[]> {
+  let files: string[];
+  try {
+    files = await readdir(stateDir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
+  const open = new Map<string, Promise<boolean>>();
+  const removed: string[] = [];
+  for (const file of files.sort()) {
+    const episodeId = episodeOfStateFile(file);
+    if (episodeId === undefined) continue;
+    if (!open.has(episodeId)) open.set(episodeId, episodeOpen(episodeId));
+    if (await open.get(episodeId)!) continue;
+    await rm(path.join(stateDir, file), { force: true });
+    removed.push(file);
+  }
+  return removed;
+}
+
+/** Everything a host sweep removes: sandboxes, then agent state. */
+export async function sweepThisHost(
+  deps: { sandbox: SandboxProvider; agentStateDir: string },
+  episodeOpen: (episodeId: string) => Promise<boolean>,
+): Promise<JanitorSweepResult> {
+  const sandboxes = await sweepSandboxes(deps.sandbox, episodeOpen);
+  return { ...sandboxes, agentState: await sweepAgentState(deps.agentStateDir, episodeOpen) };
+}
+
+export interface JanitorActivityDeps {
+  /** This host's sandboxes. */
+  sandbox: SandboxProvider;
+  /** This host's built-in agent state directory. */
+  agentStateDir: string;
+  /** Where hosts register (`workers/janitor.ts`). */
+  store: Pick<RegistryStore, 'listRegistrations' | 'forgetRegistrations'>;
+  /** A host not seen for this long is forgotten, ms. */
+  hostTtlMs: number;
+}
+
+export function createJanitorActivities(deps: JanitorActivityDeps) {
   return {
-    /** Sweeps this host's sandboxes; asks the worker's own Temporal client about episodes. */
-    async sweepHostSandboxes(): Promise<JanitorSweepResult> {
+    /** Sweeps this host; asks the worker's own Temporal client about episodes. */
+    async sweepHost(): Promise<JanitorSweepResult> {
       const client = Context.current().client;
-      return sweepSandboxes(deps.sandbox, (episodeId) => isEpisodeOpen(client, episodeId));
+      return sweepThisHost(deps, (episodeId) => isEpisodeOpen(client, episodeId));
+    },
+
+    /**
+     * Forgets hosts not seen within the TTL and answers the host queues of the others that serve
+     * `taskQueue` (one store may serve several deployments).
+     */
+    async listJanitorHosts(input: { taskQueue: string }): Promise<string[]> {
+      await deps.store.forgetRegistrations('host', deps.hostTtlMs);
+      const live = await deps.store.listRegistrations('host', deps.hostTtlMs);
+      return live.filter((r) => r.id === hostQueueOf(input.taskQueue, r.address)).map((r) => r.id);
     },
   };
 }

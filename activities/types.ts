@@ -23,6 +23,14 @@ export interface Sampling {
   maxTokens: number;
 }
 
+/** How long an episode waits for hosts that may be dead (`worker.*` in the configuration). */
+export interface EpisodeTimeouts {
+  /** Work for a sandbox's host waits this long for its worker before the attempt fails, ms. */
+  scheduleToStartMs: number;
+  /** An attempt's cleanup on its host gives up after this long, ms. */
+  cleanupWindowMs: number;
+}
+
 export interface EpisodeInput {
   batchId: string;
   groupId: string;
@@ -33,6 +41,8 @@ export interface EpisodeInput {
   agentName: string;
   limits: EpisodeLimits;
   sampling: Sampling;
+  /** Default `EPISODE_TIMEOUT_DEFAULTS` (workflows/episode-timeouts.ts). */
+  timeouts?: EpisodeTimeouts;
 }
 
 export type EpisodeOutcome = 'ok' | 'infra_error';
@@ -126,6 +136,8 @@ export interface BatchInput {
   filterUniformGroups: boolean;
   limits: EpisodeLimits;
   sampling: Sampling;
+  /** Passed to every episode; default `EPISODE_TIMEOUT_DEFAULTS` (workflows/episode-timeouts.ts). */
+  timeouts?: EpisodeTimeouts;
   continueAfterEvents: number;
   maxStaleness: number | null;
   staleAction: StaleAction;

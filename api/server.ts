@@ -1,5 +1,6 @@
 import type { Client } from '@temporalio/client';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { timingSafeEqual } from 'node:crypto';
 import { GatewayAdminClient } from '../activities/gateway-admin.js';
 import type { Config } from '../stack/config.js';
 import type { ArtifactStore, BatchDataStore } from '../trajectory/index.js';
@@ -20,6 +21,17 @@ export interface ApiDeps {
   /** Where the group files are. */
   artifacts: ArtifactStore;
   gateway: { url: string; adminToken: string };
+  /** Bearer token every request must carry (`Authorization: Bearer …`). Default none: no check. */
+  token?: string | null;
+}
+
+/** Routes anyone may read: the API's description and its liveness. */
+const OPEN_PATHS = new Set(['/openapi.json', '/health']);
+
+function sameToken(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 /**
@@ -30,6 +42,16 @@ export interface ApiDeps {
  */
 export function buildApiServer(deps: ApiDeps): FastifyInstance {
   const app = Fastify({ logger: false, bodyLimit: BODY_LIMIT_BYTES });
+  const token = deps.token;
+  if (token) {
+    app.addHook('onRequest', async (request, reply) => {
+      if (OPEN_PATHS.has(request.url.split('?')[0]!)) return;
+      const given = /^Bearer (.+)$/i.exec(request.headers.authorization ?? '')?.[1];
+      if (given === undefined || !sameToken(given, token)) {
+        return reply.code(401).send({ error: { type: 'unauthorized', message: 'missing or wrong bearer token (api.token)' } });
+      }
+    });
+  }
   const routes = apiRoutes({
     config: deps.config,
     batches: new BatchService(deps.client, deps.config),

@@ -20,7 +20,8 @@ export function createNoopActivities(hostQueue: string): Activities & { noop(): 
     finishEpisode: async () => undefined,
     exportGroup: async () => ({ uri: 'file:///dev/null', format: 'arrow-stream' as const, rows: 0, sha256: '' }),
     policyVersion: async () => ({ version: 0 }),
-    sweepHostSandboxes: async () => ({ expired: [], closed: [] }),
+    sweepHost: async () => ({ expired: [], closed: [], agentState: [] }),
+    listJanitorHosts: async () => [],
   };
 }
 export type NoopActivities = ReturnType<typeof createNoopActivities>;

@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 /** Flags every command accepts, mapped to configuration keys. */
 const CONFIG_FLAGS = {
   'temporal-address': 'temporal.address',
+  'store-url': 'store.url',
   'gateway-url': 'gateway.url',
   'gateway-port': 'gateway.port',
   'api-port': 'api.port',
@@ -86,13 +87,17 @@ export const USAGE = `usage: rollout <command> [flags]
 commands:
   demo                     start the embedded stack, run the built-in tasks x 4 samples, print a summary
   dev                      start the embedded stack (Temporal dev server, engines, gateway, worker) and wait
+  gateway                  run the gateway alone (store.url, engines or engineSim.basePort)
+  api                      run the batch API alone (needs --temporal-address, --gateway-url)
   worker                   run a worker that joins a running stack (needs --temporal-address, --gateway-url)
+  engines                  run the simulated engines alone, on engineSim.basePort + i
   batch start              start a batch (--tasks builtin|DIR|FILE, --n N, --agent builtin, --id ID, --wait)
   batch status ID          print a batch's progress, or its manifest when finished
   batch export ID --out F  write a finished batch's trajectories to F (Arrow IPC stream)
 
 flags:
   -c, --config FILE        configuration file (YAML or JSON; see README)
+  --store-url URL          store: postgres://... (many machines) or a SQLite file (default <data-dir>/trajectories.sqlite)
   --temporal-address A     Temporal front end host:port (default: the embedded dev server)
   --gateway-url URL        gateway base URL (worker)
   --gateway-port P         gateway port

@@ -6,8 +6,14 @@ import { ConfigError, loadConfig, type Config } from '../stack/config.js';
 import { BatchRequestError, buildBatchInput, followBatch, formatProgress, formatSummary, startBatch } from '../stack/batches.js';
 import { dataPaths } from '../stack/paths.js';
 import { createSandboxProvider } from '../sandbox/index.js';
-import { startStack, startStandaloneWorker, type Stack } from '../stack/stack.js';
+import { startApi } from '../stack/roles/api.js';
+import { startStandaloneEngines } from '../stack/roles/engines.js';
+import { startGateway } from '../stack/roles/gateway.js';
+import { startWorker } from '../stack/roles/worker.js';
+import { startStack, type Stack } from '../stack/stack.js';
+import { temporalConnectionOptions } from '../stack/temporal-connection.js';
 import { TaskLoadError } from '../tasks/loader.js';
+import { StoreUrlError } from '../trajectory/index.js';
 import { GroupFileMismatchError, groupsStream, IncompleteGroupsError } from '../api/group-data.js';
 import { openConfiguredArtifacts } from '../stack/artifacts.js';
 import { progressQuery } from '../workflows/queries.js';
@@ -106,16 +112,56 @@ async function dev(config: Config): Promise<void> {
   await stack.stop();
 }
 
-async function worker(config: Config): Promise<void> {
-  const w = await startStandaloneWorker(config);
-  say(`worker joined ${config.temporal.address} (gateway ${config.gateway.url})`);
+/** One role of a many-machine deployment, started: what to say about it and how to stop it. */
+interface RunningRole {
+  line: string;
+  stop(): Promise<void>;
+}
+
+const ROLES = new Map<string, (config: Config) => Promise<RunningRole>>([
+  [
+    'gateway',
+    async (config) => {
+      const g = await startGateway(config);
+      return { line: `gateway listening on ${g.url}`, stop: g.stop };
+    },
+  ],
+  [
+    'api',
+    async (config) => {
+      const a = await startApi(config);
+      return { line: `batch API listening on ${a.url} (OpenAPI: ${a.url}/openapi.json)`, stop: a.stop };
+    },
+  ],
+  [
+    'worker',
+    async (config) => {
+      const w = await startWorker(config);
+      return { line: `worker joined ${config.temporal.address} (gateway ${config.gateway.url})`, stop: w.stop };
+    },
+  ],
+  [
+    'engines',
+    async (config) => {
+      const e = await startStandaloneEngines(config);
+      return { line: `simulated engines: ${e.instances.map((i) => `${i.name}=${i.url}`).join(', ')}`, stop: e.stop };
+    },
+  ],
+]);
+
+/** Runs one role until SIGINT or SIGTERM. */
+async function runRole(start: (config: Config) => Promise<RunningRole>, config: Config): Promise<void> {
+  const running = await start(config);
+  say(`${running.line}; Ctrl-C stops`);
   await interrupted();
-  await w.stop();
+  say('stopping');
+  await running.stop();
 }
 
 async function connectClient(config: Config): Promise<{ client: Client; close(): Promise<void> }> {
-  const address = config.temporal.address ?? `127.0.0.1:${config.temporal.devServer.port}`;
-  const connection = await Connection.connect({ address, connectTimeout: 5_000 }).catch((error: unknown) => {
+  const options = temporalConnectionOptions(config, `127.0.0.1:${config.temporal.devServer.port}`);
+  const address = options.address;
+  const connection = await Connection.connect({ ...options, connectTimeout: 5_000 }).catch((error: unknown) => {
     throw new ConfigError(`cannot reach Temporal at ${address} (is \`npx rollout dev\` running?): ${(error as Error).message}`);
   });
   return { client: new Client({ connection, namespace: config.temporal.namespace }), close: () => connection.close() };
@@ -187,13 +233,16 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   const config = await loadConfig(args.config, args.overrides);
+  const startRole = ROLES.get(command);
+  if (startRole) {
+    if (args.positionals.length > 1) throw new UsageError(`rollout ${command} takes no arguments, got ${JSON.stringify(args.positionals.slice(1).join(' '))}`);
+    return runRole(startRole, config);
+  }
   switch (command) {
     case 'demo':
       return demo(config, args);
     case 'dev':
       return dev(config);
-    case 'worker':
-      return worker(config);
     case 'batch':
       return batch(config, args);
     default:
@@ -201,7 +250,7 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-const EXPECTED = [UsageError, ConfigError, TaskLoadError, BatchRequestError, WorkflowNotFoundError];
+const EXPECTED = [UsageError, ConfigError, StoreUrlError, TaskLoadError, BatchRequestError, WorkflowNotFoundError];
 /** A batch's data is not whole: its rows are not written out as if it were. */
 const DATA_ERRORS = [IncompleteGroupsError, GroupFileMismatchError];
 

@@ -62,6 +62,7 @@ export async function buildBatchInput(config: Config, request: BatchSpec): Promi
     filterUniformGroups: request.filterUniformGroups ?? config.batch.filterUniformGroups,
     limits: { ...config.limits, ...request.limits },
     sampling: { ...config.sampling, ...request.sampling },
+    timeouts: { scheduleToStartMs: config.worker.scheduleToStartMs, cleanupWindowMs: config.worker.cleanupWindowMs },
     continueAfterEvents: config.batch.continueAfterEvents,
     maxStaleness: request.maxStaleness ?? null,
     staleAction: request.staleAction ?? 'drop',

@@ -4,6 +4,7 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { z } from 'zod';
 import { ROUTER_POLICY_NAMES, ROUTING_DEFAULTS } from '../scheduler/router.js';
+import { EPISODE_TIMEOUT_DEFAULTS } from '../workflows/episode-timeouts.js';
 
 const Engine = z.object({
   /** Unique instance name. */
@@ -28,6 +29,26 @@ export const ConfigSchema = z
       .object({
         address: z.string().nullable().default(null),
         namespace: z.string().default('default'),
+        /**
+         * TLS to a Temporal cluster (not the embedded dev server). Default none (plain gRPC); `{}`
+         * is TLS with the system's roots. Files are PEM.
+         */
+        tls: z
+          .object({
+            /** Client certificate for mTLS; needs `keyFile`. Default none. */
+            certFile: z.string().optional(),
+            /** Its private key; needs `certFile`. Default none. */
+            keyFile: z.string().optional(),
+            /** CA that signed the server's certificate. Default: the system's roots. */
+            caFile: z.string().optional(),
+            /** Server name for the TLS host name check (SNI). Default: the host of `address`. */
+            serverName: z.string().optional(),
+          })
+          .strict()
+          .refine((t) => (t.certFile === undefined) === (t.keyFile === undefined), 'certFile and keyFile go together')
+          .optional(),
+        /** API key of a Temporal cluster (Temporal Cloud); env TEMPORAL_API_KEY. Default none. */
+        apiKey: z.string().min(1).optional(),
         taskQueue: z.string().default('agent-rollout'),
         devServer: z
           .object({ port: z.number().int().default(7233), uiPort: z.number().int().default(8233) })
@@ -39,6 +60,22 @@ export const ConfigSchema = z
         host: z.string().default('127.0.0.1'),
         port: z.number().int().min(0).default(8300),
         url: z.string().url().nullable().default(null),
+        /**
+         * Bearer token of the gateway's admin routes, shared by everything that calls them; env
+         * ROLLOUT_GATEWAY_ADMIN_TOKEN. Default: with the SQLite store, one minted per data
+         * directory; with a shared store it must be given.
+         */
+        adminToken: z.string().min(1).nullable().default(null),
+      })
+      .prefault({}),
+    /** The shared store of sessions, turns, episodes, leases and registrations (trajectory/store). */
+    store: z
+      .object({
+        /**
+         * `postgres://…` (many machines) or a SQLite file path (one machine); env
+         * ROLLOUT_STORE_URL. Default: the SQLite file `<dataDir>/trajectories.sqlite`.
+         */
+        url: z.string().min(1).nullable().default(null),
       })
       .prefault({}),
     /** The trainer-facing HTTP batch API (api/), started with the stack. */
@@ -48,6 +85,11 @@ export const ConfigSchema = z
         host: z.string().default('127.0.0.1'),
         /** Port; 0 picks a free one. Default 8400 (the gateway has 8300). */
         port: z.number().int().min(0).default(8400),
+        /**
+         * Bearer token trainers must send (`Authorization: Bearer …`); env ROLLOUT_API_TOKEN.
+         * Default: none, no check, with the SQLite store; with a shared store it must be given.
+         */
+        token: z.string().min(1).nullable().default(null),
       })
       .prefault({}),
     /** Where trajectory group files go: readable from every host that serves the API or exports. */
@@ -148,6 +190,20 @@ export const ConfigSchema = z
         hostId: z.string().default(os.hostname()),
         maxConcurrentActivities: z.number().int().positive().default(64),
         maxConcurrentWorkflowTasks: z.number().int().positive().default(32),
+        /**
+         * How long work for a sandbox's host may wait for that host's worker before the attempt
+         * fails and starts over on a live host, ms. Default 300000.
+         */
+        scheduleToStartMs: z.number().int().positive().default(EPISODE_TIMEOUT_DEFAULTS.scheduleToStartMs),
+        /** How long an attempt's cleanup (sandbox destroy) may wait for a dead host, ms; its TTL removes it later. Default 120000. */
+        cleanupWindowMs: z.number().int().positive().default(EPISODE_TIMEOUT_DEFAULTS.cleanupWindowMs),
+      })
+      .prefault({}),
+    /** The sandbox janitor (workers/janitor.ts). */
+    janitor: z
+      .object({
+        /** A worker host not seen for this long is forgotten and no longer swept, ms. Default 3600000 (1 hour). */
+        hostTtlMs: z.number().int().positive().default(60 * 60 * 1000),
       })
       .prefault({}),
     admission: z
@@ -217,11 +273,24 @@ function setPath(target: Record<string, unknown>, dotted: string, value: unknown
   node[keys[keys.length - 1]!] = value;
 }
 
+/** Environment variables that set configuration keys (secrets and the shared store's URL). */
+export const CONFIG_ENV = {
+  ROLLOUT_STORE_URL: 'store.url',
+  ROLLOUT_GATEWAY_ADMIN_TOKEN: 'gateway.adminToken',
+  ROLLOUT_API_TOKEN: 'api.token',
+  TEMPORAL_API_KEY: 'temporal.apiKey',
+} as const;
+
 /**
- * Reads the file (when given), applies `overrides` (dotted keys, e.g. `batch.n`), validates, and
- * resolves `dataDir` against the working directory.
+ * Reads the file (when given), applies the environment (`CONFIG_ENV`) over it and `overrides`
+ * (dotted keys, e.g. `batch.n`) over both, validates, and resolves `dataDir` against the working
+ * directory.
  */
-export async function loadConfig(file: string | undefined, overrides: Record<string, unknown> = {}): Promise<Config> {
+export async function loadConfig(
+  file: string | undefined,
+  overrides: Record<string, unknown> = {},
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Config> {
   let raw: Record<string, unknown> = {};
   if (file) {
     let text: string;
@@ -236,6 +305,7 @@ export async function loadConfig(file: string | undefined, overrides: Record<str
       throw new ConfigError(`config file ${file} is not valid YAML/JSON: ${(error as Error).message}`);
     }
   }
+  for (const [name, key] of Object.entries(CONFIG_ENV)) if (env[name]) setPath(raw, key, env[name]);
   for (const [key, value] of Object.entries(overrides)) if (value !== undefined) setPath(raw, key, value);
   const parsed = ConfigSchema.safeParse(raw);
   if (!parsed.success) throw new ConfigError(`invalid configuration${file ? ` in ${file}` : ''}:\n${z.prettifyError(parsed.error)}`);

@@ -17,6 +17,12 @@ export function dataPaths(dataDir: string) {
   };
 }
 
+/** Creates the data directory's folders that processes write into. */
+export function makeDataDirs(dataDir: string): void {
+  const paths = dataPaths(dataDir);
+  for (const dir of [paths.dataDir, paths.sandboxes, paths.agentState, paths.agentLogs, paths.exports]) mkdirSync(dir, { recursive: true });
+}
+
 /**
  * The gateway's admin token, made once per data directory (mode 0600) and read by every worker
  * that shares it.

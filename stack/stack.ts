@@ -1,25 +1,21 @@
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
-import type { FastifyInstance } from 'fastify';
-import { mkdirSync } from 'node:fs';
-import { createActivities } from '../activities/index.js';
-import { TaskCatalog } from '../activities/task-catalog.js';
-import { startEngineSim, type EngineSim } from '../engine-sim/index.js';
-import { loadCodec, type Codec } from '../gateway/codec/index.js';
-import { buildGateway } from '../gateway/server.js';
-import { AdmissionControl, createRouter, type InstanceConfig } from '../scheduler/index.js';
-import { createSandboxProvider } from '../sandbox/index.js';
-import { bubblewrapTmpHostDir } from '../sandbox/bridge.js';
-import { scriptForTask } from '../tasks/solution-script.js';
-import { SqliteStore, type ArtifactStore, type Store } from '../trajectory/index.js';
-import { openConfiguredArtifacts } from './artifacts.js';
-import { hostQueueOf, installWorkerRuntime, RolloutWorker } from '../workers/worker.js';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { ConfigError, type Config } from './config.js';
-import { buildApiServer } from '../api/index.js';
-import { adminToken, dataPaths } from './paths.js';
-import { startDevServer, type DevServer } from './temporal-dev-server.js';
-import { PROJECT_ROOT } from './temporal-binary.js';
+import { TaskCatalog } from '../activities/task-catalog.js';
+import type { InstanceConfig } from '../scheduler/index.js';
+import type { Store } from '../trajectory/index.js';
+import { hostQueueOf, type RolloutWorker } from '../workers/worker.js';
+import type { Config } from './config.js';
+import { dataPaths, makeDataDirs } from './paths.js';
+import { startApi } from './roles/api.js';
+import { loadConfiguredCodec } from './roles/codec.js';
+import { startEngines } from './roles/engines.js';
+import { startGateway } from './roles/gateway.js';
+import { startWorker } from './roles/worker.js';
+import { apiToken, gatewayAdminToken } from './secrets.js';
+import { openConfiguredStore } from './store.js';
+import { Stops } from './stops.js';
+import { startDevServer } from './temporal-dev-server.js';
+import { temporalConnectionOptions } from './temporal-connection.js';
 
 /** A running agent-rollout: what the CLI, the tests and the benchmarks talk to. */
 export interface Stack {
@@ -47,215 +43,72 @@ export interface StackParts {
 }
 
 /**
- * The engines a process that does not start them (a separate worker) should know: the configured
- * ones, else the simulated ones at their fixed ports.
- */
-export function configuredInstances(config: Config): InstanceConfig[] {
-  if (config.engines.length > 0) return config.engines;
-  const sim = config.engineSim;
-  return Array.from({ length: sim.instances }, (_, i) => ({
-    name: `sim-${i}`,
-    kind: 'vllm' as const,
-    url: `http://127.0.0.1:${sim.basePort + i}`,
-    kvCapacityTokens: sim.kvCapacityTokens,
-  }));
-}
-
-/** Starts the simulated engines of the configuration, one per instance, on consecutive ports. */
-async function startSimulatedEngines(config: Config, codec: Codec, tasks: TaskCatalog): Promise<{ sims: EngineSim[]; instances: InstanceConfig[] }> {
-  const sim = config.engineSim;
-  const source = await tasks.load(sim.tasks);
-  const script = { tasks: [...source.values()].map(scriptForTask), wanderProbability: sim.wanderProbability };
-  const sims: EngineSim[] = [];
-  for (let i = 0; i < sim.instances; i++) {
-    sims.push(
-      await startEngineSim({
-        tokenizer: codec.tokenizer,
-        script,
-        port: sim.basePort === 0 ? 0 : sim.basePort + i,
-        modelName: config.model.name,
-        kvCapacityTokens: sim.kvCapacityTokens,
-        timeScale: sim.timeScale,
-        seed: sim.seed + i,
-      }),
-    );
-  }
-  const instances = configuredInstances(config).map((instance, i) => ({ ...instance, url: sims[i]!.url }));
-  return { sims, instances };
-}
-
-/**
- * Starts what the configuration asks for: the embedded Temporal dev server when no address is
- * given, simulated engines when none are configured, the gateway, and (by default) a worker.
- * `stop()` takes them down in reverse order.
+ * Every role in one process (`rollout dev`, `rollout demo`, the tests): the embedded Temporal dev
+ * server when no address is given, simulated engines when none are configured, the gateway unless
+ * `gateway.url` names one elsewhere, the batch API, and (by default) a worker, all sharing one
+ * store and codec. `stop()` takes them down in reverse order.
  */
 export async function startStack(config: Config, parts: StackParts = {}): Promise<Stack> {
   const log = parts.log ?? (() => undefined);
+  // A missing secret fails here, before anything starts.
+  gatewayAdminToken(config);
+  apiToken(config);
   const paths = dataPaths(config.dataDir);
-  for (const dir of [paths.dataDir, paths.sandboxes, paths.agentState, paths.agentLogs, paths.exports]) mkdirSync(dir, { recursive: true });
-  const stops: (() => Promise<void>)[] = [];
-  const stop = async () => {
-    for (const s of stops.reverse()) await s().catch((e: unknown) => console.error(`stop: ${(e as Error).message}`));
-  };
+  makeDataDirs(config.dataDir);
+  const stops = new Stops();
   try {
-    let devServer: DevServer | undefined;
-    let temporalAddress = config.temporal.address;
-    if (!temporalAddress) {
+    let devServerAddress: string | undefined;
+    let uiUrl: string | null = null;
+    if (!config.temporal.address) {
       log(`starting the Temporal dev server (state in ${paths.temporal})`);
-      devServer = await startDevServer({ dataDir: paths.temporal, port: config.temporal.devServer.port, uiPort: config.temporal.devServer.uiPort });
-      stops.push(() => devServer!.stop());
-      temporalAddress = devServer.address;
+      const devServer = await startDevServer({ dataDir: paths.temporal, port: config.temporal.devServer.port, uiPort: config.temporal.devServer.uiPort });
+      stops.push(() => devServer.stop());
+      devServerAddress = devServer.address;
+      uiUrl = devServer.uiUrl;
     }
+    const temporal = temporalConnectionOptions(config, devServerAddress);
 
-    const codec = await loadCodec({
-      modelDir: config.model.dir ?? undefined,
-      enableThinking: config.model.enableThinking,
-      toolParser: config.model.toolParser,
-    });
+    const codec = await loadConfiguredCodec(config);
     const tasks = new TaskCatalog();
     let engines: InstanceConfig[] = config.engines;
     if (engines.length === 0) {
       log(`starting ${config.engineSim.instances} simulated engines`);
-      const { sims, instances } = await startSimulatedEngines(config, codec, tasks);
-      stops.push(async () => void (await Promise.all(sims.map((s) => s.close()))));
-      engines = instances;
+      const sims = await startEngines(config, { codec, tasks });
+      stops.push(() => sims.stop());
+      engines = sims.instances;
     }
 
-    const store = SqliteStore.open(paths.store);
+    const store = await openConfiguredStore(config);
     stops.push(() => store.close());
-    const token = adminToken(config.dataDir);
     let gatewayUrl = config.gateway.url;
     let isAvailable: ((instance: string) => boolean) | undefined;
     if (!gatewayUrl) {
-      const router = createRouter(engines, config.routing);
-      // A worker in this process admits episodes to engines the gateway's router finds healthy.
-      isAvailable = (instance) => router.registry.isHealthy(instance);
-      const gateway: FastifyInstance = await buildGateway({ codec, store, engines, modelName: config.model.name, adminToken: token, router });
-      await gateway.listen({ host: config.gateway.host, port: config.gateway.port });
-      stops.push(() => gateway.close());
-      const address = gateway.server.address();
-      const port = typeof address === 'object' && address ? address.port : config.gateway.port;
-      gatewayUrl = `http://${config.gateway.host}:${port}`;
+      const gateway = await startGateway(config, { store, codec, engines });
+      stops.push(() => gateway.stop());
+      gatewayUrl = gateway.url;
+      // The worker admits episodes to engines the gateway's router finds healthy.
+      isAvailable = gateway.isAvailable;
       log(`gateway listening on ${gatewayUrl}`);
     }
 
-    const connection = await Connection.connect({ address: temporalAddress });
+    const connection = await Connection.connect(temporal);
     stops.push(() => connection.close());
     const client = new Client({ connection, namespace: config.temporal.namespace });
 
-    const artifacts = openConfiguredArtifacts(config);
-    stops.push(() => artifacts.close());
-    const api = buildApiServer({ config, client, store, artifacts, gateway: { url: gatewayUrl, adminToken: token } });
-    await api.listen({ host: config.api.host, port: config.api.port });
-    stops.push(() => api.close());
-    const apiAddress = api.server.address();
-    const apiUrl = `http://${config.api.host}:${typeof apiAddress === 'object' && apiAddress ? apiAddress.port : config.api.port}`;
-    log(`batch API listening on ${apiUrl} (OpenAPI at ${apiUrl}/openapi.json)`);
+    const api = await startApi(config, { client, gatewayUrl, store });
+    stops.push(() => api.stop());
+    log(`batch API listening on ${api.url} (OpenAPI at ${api.url}/openapi.json)`);
 
     let worker: RolloutWorker | undefined;
     if (parts.worker ?? true) {
-      worker = await startWorker(config, { temporalAddress, gatewayUrl, engines, isAvailable, store, artifacts, tasks, workflowBundle: parts.workflowBundle, stops });
+      const role = await startWorker(config, { temporalAddress: temporal.address, gatewayUrl, engines, isAvailable, store, tasks, workflowBundle: parts.workflowBundle });
+      stops.push(() => role.stop());
+      worker = role.worker;
       log(`worker polling ${config.temporal.taskQueue} and ${hostQueueOf(config.temporal.taskQueue, config.worker.hostId)}`);
     }
-    return { config, temporalAddress, uiUrl: devServer?.uiUrl ?? null, gatewayUrl, apiUrl, engines, client, store, worker, stop };
+    return { config, temporalAddress: temporal.address, uiUrl, gatewayUrl, apiUrl: api.url, engines, client, store, worker, stop: () => stops.run() };
   } catch (error) {
-    await stop();
+    await stops.run();
     throw error;
   }
-}
-
-/** Starts a rollout worker in this process; its shutdown is pushed onto `stops`. */
-export async function startWorker(
-  config: Config,
-  ctx: {
-    temporalAddress: string;
-    gatewayUrl: string;
-    engines: InstanceConfig[];
-    /** Whether an engine may take new episodes (the gateway's health view). Default: every engine. */
-    isAvailable?: (instance: string) => boolean;
-    store: Store;
-    artifacts: ArtifactStore;
-    tasks: TaskCatalog;
-    workflowBundle?: WorkflowBundleWithSourceMap;
-    stops: (() => Promise<void>)[];
-  },
-): Promise<RolloutWorker> {
-  const paths = dataPaths(config.dataDir);
-  const hostQueue = hostQueueOf(config.temporal.taskQueue, config.worker.hostId);
-  const sandbox = createSandboxProvider({
-    provider: config.sandbox.provider,
-    rootDir: paths.sandboxes,
-    hiddenPaths: [PROJECT_ROOT, config.dataDir],
-    createFailureRate: config.sandbox.createFailureRate,
-    seed: config.sandbox.faultSeed,
-    defaultTtlMs: config.sandbox.ttlMs,
-    defaultLimits: config.sandbox.limits,
-  });
-  // Stops run in reverse: this runs after the worker has stopped using the provider.
-  ctx.stops.push(async () => sandbox.release?.());
-  const activities = createActivities({
-    store: ctx.store,
-    admission: await AdmissionControl.create(ctx.store, ctx.engines, config.admission, ctx.isAvailable),
-    sandbox,
-    tasks: ctx.tasks,
-    gateway: { url: ctx.gatewayUrl, adminToken: adminToken(config.dataDir) },
-    hostQueue,
-    agentStateDir: paths.agentState,
-    artifacts: ctx.artifacts,
-    maxOutputBytes: config.agent.maxOutputBytes,
-    sandboxTtlMs: config.sandbox.ttlMs,
-    sandboxTmpHostDir: bubblewrapTmpHostDir(paths.sandboxes),
-    agentLogDir: paths.agentLogs,
-  });
-  installWorkerRuntime();
-  const connection = await NativeConnection.connect({ address: ctx.temporalAddress });
-  const worker = await RolloutWorker.create({
-    connection,
-    namespace: config.temporal.namespace,
-    taskQueue: config.temporal.taskQueue,
-    hostQueue,
-    activities,
-    workflowBundle: ctx.workflowBundle,
-    maxConcurrentActivities: config.worker.maxConcurrentActivities,
-    maxConcurrentWorkflowTasks: config.worker.maxConcurrentWorkflowTasks,
-    janitor: { provider: sandbox, intervalMs: config.sandbox.janitorIntervalMs },
-  });
-  const running = worker.run().catch((error: unknown) => {
-    console.error(`worker stopped: ${(error as Error).message}`);
-  });
-  ctx.stops.push(async () => {
-    worker.shutdown();
-    await running;
-    await connection.close();
-  });
-  return worker;
-}
-
-/**
- * A worker process joining a running stack (`rollout worker`): it needs the Temporal address and
- * the gateway URL, and shares the stack's data directory (store, scheduler, sandboxes).
- */
-export async function startStandaloneWorker(config: Config): Promise<{ worker: RolloutWorker; stop(): Promise<void> }> {
-  if (!config.temporal.address) throw new ConfigError('a standalone worker needs temporal.address');
-  if (!config.gateway.url) throw new ConfigError('a standalone worker needs gateway.url');
-  const stops: (() => Promise<void>)[] = [];
-  const store = SqliteStore.open(dataPaths(config.dataDir).store);
-  stops.push(() => store.close());
-  const artifacts = openConfiguredArtifacts(config);
-  stops.push(() => artifacts.close());
-  const worker = await startWorker(config, {
-    temporalAddress: config.temporal.address,
-    gatewayUrl: config.gateway.url,
-    engines: configuredInstances(config),
-    store,
-    artifacts,
-    tasks: new TaskCatalog(),
-    stops,
-  });
-  return {
-    worker,
-    async stop() {
-      for (const s of stops.reverse()) await s();
-    },
-  };
 }

@@ -45,3 +45,52 @@ describe('the rollout command on bad input', () => {
     expect((await runCli(['demo', '--n', 'zero'])).code).toBe(2);
   });
 });
+
+describe('the role commands on bad input', () => {
+  const pg = 'postgres://rollout@db.invalid:5432/rollout';
+  const joining = ['--temporal-address', '127.0.0.1:1', '--gateway-url', 'http://127.0.0.1:1'];
+
+  it('take no arguments', async () => {
+    const r = await runCli(['gateway', 'extra']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('rollout gateway takes no arguments');
+  });
+
+  it('name what a joining api or worker lacks', async () => {
+    const api = await runCli(['api', '--temporal-address', '127.0.0.1:1']);
+    expect(api.code).toBe(2);
+    expect(api.stderr).toContain('needs gateway.url');
+    const worker = await runCli(['worker', '--gateway-url', 'http://127.0.0.1:1']);
+    expect(worker.code).toBe(2);
+    expect(worker.stderr).toContain('needs temporal.address');
+  });
+
+  it('refuse simulated engines on any free port, where nobody finds them', async () => {
+    const file = path.join(tmp, 'engines.yaml');
+    writeFileSync(file, 'engineSim:\n  basePort: 0\n');
+    const r = await runCli(['engines', '--config', file]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('engineSim.basePort');
+  });
+
+  it('reject half a TLS client certificate', async () => {
+    const file = path.join(tmp, 'tls.yaml');
+    writeFileSync(file, 'temporal:\n  address: temporal.invalid:7233\n  tls:\n    certFile: client.pem\n');
+    const r = await runCli(['worker', '--config', file, '--gateway-url', 'http://127.0.0.1:1']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('certFile and keyFile go together');
+  });
+
+  it('with a shared PostgreSQL store, fail at start-up naming the missing token env var', async () => {
+    for (const command of ['gateway', 'worker', 'api']) {
+      const r = await runCli([command, '--store-url', pg, ...joining]);
+      expect(r.code, command).toBe(2);
+      expect(r.stderr, command).toMatch(/gateway\.adminToken \(or env ROLLOUT_GATEWAY_ADMIN_TOKEN\) must be set/);
+    }
+    const file = path.join(tmp, 'shared.yaml');
+    writeFileSync(file, `store:\n  url: ${pg}\ngateway:\n  adminToken: secret\n`);
+    const r = await runCli(['api', '--config', file, ...joining]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/api\.token \(or env ROLLOUT_API_TOKEN\) must be set/);
+  });
+});

@@ -1,18 +1,15 @@
 /**
- * The sandbox janitor's schedule: one Temporal Schedule per task queue, id
- * `<taskQueue>-sandbox-janitor`, starting `janitorWorkflow` every `intervalMs` with the host
- * queues it knows. Every worker, when it starts, sweeps its own host (what a crashed predecessor
- * left) and then creates the schedule or adds its host queue to it; both are idempotent.
+ * The sandbox janitor's schedule and host registry. One Temporal Schedule per task queue, id
+ * `<taskQueue>-sandbox-janitor`, starts `janitorWorkflow` every `intervalMs`; the workflow reads
+ * the hosts to sweep from the store, where every worker registers its host queue when it starts
+ * and again every `registerEveryMs` while it runs. Every worker, when it starts, sweeps its own
+ * host (what a crashed predecessor left), registers, and creates or updates the schedule; all
+ * idempotent.
  */
-import {
-  Client,
-  ScheduleAlreadyRunning,
-  ScheduleOverlapPolicy,
-  type ConnectionLike,
-} from '@temporalio/client';
-import { isEpisodeOpen, sweepSandboxes, type JanitorSweepResult } from '../activities/janitor.js';
+import { Client, ScheduleAlreadyRunning, ScheduleOverlapPolicy, type ConnectionLike } from '@temporalio/client';
+import { isEpisodeOpen, sweepThisHost, type JanitorSweepResult } from '../activities/janitor.js';
 import type { SandboxProvider } from '../sandbox/provider.js';
-import type { JanitorInput } from '../workflows/janitor.js';
+import type { RegistryStore } from '../trajectory/index.js';
 
 export function janitorScheduleId(taskQueue: string): string {
   return `${taskQueue}-sandbox-janitor`;
@@ -21,68 +18,81 @@ export function janitorScheduleId(taskQueue: string): string {
 export interface JanitorOptions {
   /** This host's sandboxes. */
   provider: SandboxProvider;
-  /** How often the janitor sweeps every host. Default 60 s. */
+  /** This host's built-in agent state directory. */
+  agentStateDir: string;
+  /** Where this host registers. */
+  store: Pick<RegistryStore, 'register'>;
+  /** This worker's host id (the registration's address). */
+  hostId: string;
+  /** How often the janitor sweeps every host, ms. Default 60 s. */
   intervalMs?: number;
+  /** How often this host renews its registration, ms; well below `janitor.hostTtlMs`. Default 30 s. */
+  registerEveryMs?: number;
 }
 
 const DEFAULT_INTERVAL_MS = 60_000;
+const DEFAULT_REGISTER_EVERY_MS = 30_000;
 
-/** Creates the janitor schedule, or adds `hostQueue` to it and sets its interval. */
-export async function ensureJanitorSchedule(
-  client: Client,
-  options: { taskQueue: string; hostQueue: string; intervalMs?: number },
-): Promise<void> {
+/** Creates the janitor schedule, or sets its interval and action (older schedules named their hosts in the action). */
+export async function ensureJanitorSchedule(client: Client, options: { taskQueue: string; intervalMs?: number }): Promise<void> {
   const scheduleId = janitorScheduleId(options.taskQueue);
-  const every = options.intervalMs ?? DEFAULT_INTERVAL_MS;
-  const action = (hostQueues: string[]) => ({
+  const spec = { intervals: [{ every: options.intervalMs ?? DEFAULT_INTERVAL_MS }] };
+  const action = {
     type: 'startWorkflow' as const,
     workflowType: 'janitorWorkflow',
     workflowId: `${scheduleId}-run`,
     taskQueue: options.taskQueue,
-    args: [{ hostQueues } satisfies JanitorInput],
+    args: [],
     workflowExecutionTimeout: '30 minutes',
-  });
-  const handle = client.schedule.getHandle(scheduleId);
-  // Two workers starting at once may both update; the loser's host is re-added on the next pass.
-  for (let attempt = 0; attempt < 5; attempt++) {
-    try {
-      await client.schedule.create({
-        scheduleId,
-        spec: { intervals: [{ every }] },
-        action: action([options.hostQueue]),
-        policies: { overlap: ScheduleOverlapPolicy.SKIP },
-      });
-      return;
-    } catch (error) {
-      if (!(error instanceof ScheduleAlreadyRunning)) throw error;
-    }
-    await handle.update((previous) => {
-      const known = (previous.action.args?.[0] as JanitorInput | undefined)?.hostQueues ?? [];
-      const hostQueues = [...new Set([...known, options.hostQueue])].sort();
-      return { ...previous, spec: { intervals: [{ every }] }, action: action(hostQueues) };
-    });
-    const args = (await handle.describe()).action;
-    const hostQueues =
-      args.type === 'startWorkflow' ? (args.args?.[0] as JanitorInput | undefined)?.hostQueues : [];
-    if (hostQueues?.includes(options.hostQueue)) return;
+  };
+  try {
+    await client.schedule.create({ scheduleId, spec, action, policies: { overlap: ScheduleOverlapPolicy.SKIP } });
+  } catch (error) {
+    if (!(error instanceof ScheduleAlreadyRunning)) throw error;
+    await client.schedule.getHandle(scheduleId).update((previous) => ({ ...previous, spec, action }));
   }
-  throw new Error(`could not add ${options.hostQueue} to schedule ${scheduleId}`);
+}
+
+/** Registers this host queue in the store now and every `everyMs` until `stop()`. */
+export async function registerHost(
+  store: Pick<RegistryStore, 'register'>,
+  host: { hostQueue: string; hostId: string },
+  everyMs = DEFAULT_REGISTER_EVERY_MS,
+): Promise<{ stop(): void }> {
+  const register = () => store.register({ kind: 'host', id: host.hostQueue, address: host.hostId, lastSeenAt: Date.now() });
+  await register();
+  // A failed renewal is retried on the next tick; the TTL outlasts many ticks.
+  const timer = setInterval(() => void register().catch(() => undefined), everyMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}
+
+export interface JanitorHandle {
+  /** What the start-up sweep removed. */
+  swept: JanitorSweepResult;
+  /** Ends this host's registration renewals (the worker is shutting down). */
+  stop(): void;
 }
 
 /**
  * What a worker does before it polls: sweep what its host's predecessor left (expired, half-made,
- * and sandboxes of closed episodes), then make sure the schedule sweeps this host from now on.
+ * and sandboxes and agent state of closed episodes), register the host, and make sure the
+ * schedule runs.
  */
 export async function startJanitor(
   connection: ConnectionLike,
   namespace: string,
   queues: { taskQueue: string; hostQueue: string },
   options: JanitorOptions,
-): Promise<JanitorSweepResult> {
+): Promise<JanitorHandle> {
   const client = new Client({ connection, namespace });
-  const swept = await sweepSandboxes(options.provider, (episodeId) =>
-    isEpisodeOpen(client, episodeId),
-  );
-  await ensureJanitorSchedule(client, { ...queues, intervalMs: options.intervalMs });
-  return swept;
+  const swept = await sweepThisHost({ sandbox: options.provider, agentStateDir: options.agentStateDir }, (episodeId) => isEpisodeOpen(client, episodeId));
+  const registration = await registerHost(options.store, { hostQueue: queues.hostQueue, hostId: options.hostId }, options.registerEveryMs);
+  try {
+    await ensureJanitorSchedule(client, { taskQueue: queues.taskQueue, intervalMs: options.intervalMs });
+  } catch (error) {
+    registration.stop();
+    throw error;
+  }
+  return { swept, stop: registration.stop };
 }

@@ -9,12 +9,9 @@ import {
 } from '@temporalio/worker';
 import { fileURLToPath } from 'node:url';
 import type { Activities } from '../activities/index.js';
-import { startJanitor, type JanitorOptions } from './janitor.js';
+import { startJanitor, type JanitorHandle, type JanitorOptions } from './janitor.js';
 
-/** Task queue of one host's sandboxes. */
-export function hostQueueOf(taskQueue: string, hostId: string): string {
-  return `${taskQueue}-host-${hostId}`;
-}
+export { hostQueueOf } from './host-queue.js';
 
 export interface RolloutWorkerOptions {
   connection: NativeConnection;
@@ -28,7 +25,7 @@ export interface RolloutWorkerOptions {
   workflowBundle?: WorkflowBundleWithSourceMap;
   maxConcurrentActivities: number;
   maxConcurrentWorkflowTasks: number;
-  /** Sweeps this host's sandboxes now and joins the janitor schedule (`workers/janitor.ts`). Default: off. */
+  /** Sweeps this host now, registers it and joins the janitor schedule (`workers/janitor.ts`). Default: off. */
   janitor?: JanitorOptions;
 }
 
@@ -64,17 +61,22 @@ const quietBundlerLogger = {
  * sandbox creation) and one on its host queue (agent steps, reward, destroy).
  */
 export class RolloutWorker {
-  private constructor(private readonly workers: Worker[]) {}
+  private constructor(
+    private readonly workers: Worker[],
+    private readonly janitor: JanitorHandle | undefined,
+  ) {}
 
   static async create(options: RolloutWorkerOptions): Promise<RolloutWorker> {
-    if (options.janitor) {
-      await startJanitor(
-        options.connection,
-        options.namespace,
-        { taskQueue: options.taskQueue, hostQueue: options.hostQueue },
-        options.janitor,
-      );
+    const janitor = options.janitor && (await startJanitor(options.connection, options.namespace, { taskQueue: options.taskQueue, hostQueue: options.hostQueue }, options.janitor));
+    try {
+      return new RolloutWorker(await RolloutWorker.createWorkers(options), janitor);
+    } catch (error) {
+      janitor?.stop();
+      throw error;
     }
+  }
+
+  private static async createWorkers(options: RolloutWorkerOptions): Promise<Worker[]> {
     const workflowBundle = options.workflowBundle ?? (await bundleWorkflows());
     const shared = await Worker.create({
       connection: options.connection,
@@ -92,7 +94,7 @@ export class RolloutWorker {
       activities: options.activities,
       maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities,
     });
-    return new RolloutWorker([shared, host]);
+    return [shared, host];
   }
 
   /** Runs until `shutdown()`; rejects if a worker fails. */
@@ -101,6 +103,7 @@ export class RolloutWorker {
   }
 
   shutdown(): void {
+    this.janitor?.stop();
     for (const w of this.workers) if (w.getState() === 'RUNNING') w.shutdown();
   }
 }

@@ -229,6 +229,7 @@ export async function batchWorkflow(request: BatchRequest, carry?: BatchCarry): 
       agentName: input.agentName,
       limits: input.limits,
       sampling: input.sampling,
+      timeouts: input.timeouts,
     };
     running += 1;
     try {

@@ -8,7 +8,8 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
-import type { EpisodeInput, EpisodeStatus, EpisodeSummary, RewardSummary, SandboxRef } from '../activities/types.js';
+import type { EpisodeInput, EpisodeStatus, EpisodeSummary, EpisodeTimeouts, RewardSummary, SandboxRef } from '../activities/types.js';
+import { EPISODE_TIMEOUT_DEFAULTS } from './episode-timeouts.js';
 import { statusQuery } from './queries.js';
 import { Outcome, Reward, Tokens, Turns } from './search-attributes.js';
 
@@ -48,11 +49,11 @@ const sandboxes = proxyActivities<Activities>({
  * fresh sandbox each try. A host that never picks the work up fails the attempt after the
  * schedule-to-start timeout; a dead worker is noticed by the missing heartbeat.
  */
-function hostActivities(hostQueue: string) {
+function hostActivities(hostQueue: string, timeouts: EpisodeTimeouts) {
   return {
     work: proxyActivities<Activities>({
       taskQueue: hostQueue,
-      scheduleToStartTimeout: '5 minutes',
+      scheduleToStartTimeout: timeouts.scheduleToStartMs,
       startToCloseTimeout: '15 minutes',
       heartbeatTimeout: '20 seconds',
       retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 3 },
@@ -60,7 +61,7 @@ function hostActivities(hostQueue: string) {
     /** Destroy is idempotent; if the host is gone for good, the sandbox's TTL removes it. */
     cleanup: proxyActivities<Activities>({
       taskQueue: hostQueue,
-      scheduleToCloseTimeout: '2 minutes',
+      scheduleToCloseTimeout: timeouts.cleanupWindowMs,
       startToCloseTimeout: '30 seconds',
       retry: { initialInterval: '1s', maximumAttempts: 5 },
     }),
@@ -75,10 +76,10 @@ const BUILTIN_AGENT = 'builtin';
  * and cannot resume where it stopped, so it is never retried in place: a failure (a dead worker
  * noticed by the missing heartbeat) restarts the episode attempt with a fresh sandbox.
  */
-function blackBoxActivities(hostQueue: string, agentTimeoutMs: number) {
+function blackBoxActivities(hostQueue: string, agentTimeoutMs: number, timeouts: EpisodeTimeouts) {
   return proxyActivities<Activities>({
     taskQueue: hostQueue,
-    scheduleToStartTimeout: '5 minutes',
+    scheduleToStartTimeout: timeouts.scheduleToStartMs,
     startToCloseTimeout: agentTimeoutMs + 120_000,
     heartbeatTimeout: '30 seconds',
     retry: { maximumAttempts: 1 },
@@ -168,7 +169,9 @@ async function runAttempt(
 ): Promise<EpisodeSummary> {
   status.phase = 'creating_sandbox';
   const sandbox: SandboxRef = await sandboxes.createSandbox({ episodeId, attempt, taskSource: input.taskSource, taskId: input.taskId, agentName: input.agentName });
-  const host = hostActivities(sandbox.hostQueue);
+  // Inputs recorded before `timeouts` existed take the values that were fixed then.
+  const timeouts = input.timeouts ?? EPISODE_TIMEOUT_DEFAULTS;
+  const host = hostActivities(sandbox.hostQueue, timeouts);
   let sessionId: string | undefined;
   try {
     const session = await control.openSession({ episodeId, attempt, instance, episode: input });
@@ -198,7 +201,7 @@ async function runAttempt(
         }
       }
     } else {
-      const result = await blackBoxActivities(sandbox.hostQueue, input.limits.maxWallTimeMs).runAgent({
+      const result = await blackBoxActivities(sandbox.hostQueue, input.limits.maxWallTimeMs, timeouts).runAgent({
         episodeId,
         attempt,
         instance,

@@ -47,6 +47,20 @@ export class AgentStateFile {
   }
 }
 
+/** `<episode id, URI-encoded>.a<attempt>.json`, and its `.tmp` while it is being replaced. */
+const STATE_FILE = /^(.+)\.a\d+\.json(\.tmp)?$/;
+
+/** The episode a file of the state directory belongs to; undefined for a file that is no state file. */
+export function episodeOfStateFile(name: string): string | undefined {
+  const match = STATE_FILE.exec(name);
+  if (!match) return undefined;
+  try {
+    return decodeURIComponent(match[1]!);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Deletes an attempt's state file; missing is fine (idempotent). */
 export async function removeAgentState(stateDir: string, episodeId: string, attempt: number): Promise<void> {
   await rm(AgentStateFile.for(stateDir, episodeId, attempt).file, { force: true });

@@ -1,0 +1,68 @@
+import { TaskCatalog } from '../../activities/task-catalog.js';
+import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
+import type { Codec } from '../../gateway/codec/index.js';
+import type { InstanceConfig } from '../../scheduler/index.js';
+import { scriptForTask } from '../../tasks/solution-script.js';
+import { ConfigError, type Config } from '../config.js';
+import { loadConfiguredCodec } from './codec.js';
+
+/** The simulated engines as the other roles reach them. */
+export interface EnginesRole {
+  instances: InstanceConfig[];
+  stop(): Promise<void>;
+}
+
+/**
+ * The engines a process that does not start them (a separate worker or gateway) should know: the
+ * configured ones, else the simulated ones at their fixed ports.
+ */
+export function configuredInstances(config: Config): InstanceConfig[] {
+  if (config.engines.length > 0) return config.engines;
+  const sim = config.engineSim;
+  return Array.from({ length: sim.instances }, (_, i) => ({
+    name: `sim-${i}`,
+    kind: 'vllm' as const,
+    url: `http://127.0.0.1:${sim.basePort + i}`,
+    kvCapacityTokens: sim.kvCapacityTokens,
+  }));
+}
+
+/** Starts the simulated engines of `engineSim`, one per instance, on consecutive ports from `basePort`. */
+export async function startEngines(config: Config, shared: { codec?: Codec; tasks?: TaskCatalog } = {}): Promise<EnginesRole> {
+  const sim = config.engineSim;
+  const codec = shared.codec ?? (await loadConfiguredCodec(config));
+  const source = await (shared.tasks ?? new TaskCatalog()).load(sim.tasks);
+  const script = { tasks: [...source.values()].map(scriptForTask), wanderProbability: sim.wanderProbability };
+  const sims: EngineSim[] = [];
+  const stop = async () => void (await Promise.all(sims.splice(0).map((s) => s.close())));
+  try {
+    for (let i = 0; i < sim.instances; i++) {
+      sims.push(
+        await startEngineSim({
+          tokenizer: codec.tokenizer,
+          script,
+          port: sim.basePort === 0 ? 0 : sim.basePort + i,
+          modelName: config.model.name,
+          kvCapacityTokens: sim.kvCapacityTokens,
+          timeScale: sim.timeScale,
+          seed: sim.seed + i,
+        }),
+      );
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  const instances = configuredInstances(config).map((instance, i) => ({ ...instance, url: sims[i]!.url }));
+  return { instances, stop };
+}
+
+/**
+ * `rollout engines`: the simulated engines alone, where the other roles expect them
+ * (`configuredInstances`), so only fixed ports and no real engines make sense.
+ */
+export function startStandaloneEngines(config: Config): Promise<EnginesRole> {
+  if (config.engines.length > 0) throw new ConfigError('rollout engines starts simulated engines, but `engines` lists real ones; leave `engines` empty');
+  if (config.engineSim.basePort === 0) throw new ConfigError('rollout engines needs a fixed engineSim.basePort (not 0): the other roles find the engines there');
+  return startEngines(config);
+}

@@ -1,0 +1,41 @@
+import type { Codec } from '../../gateway/codec/index.js';
+import { buildGateway } from '../../gateway/server.js';
+import { createRouter, type InstanceConfig } from '../../scheduler/index.js';
+import type { Store } from '../../trajectory/index.js';
+import type { Config } from '../config.js';
+import { gatewayAdminToken } from '../secrets.js';
+import { openConfiguredStore } from '../store.js';
+import { withStops } from '../stops.js';
+import { loadConfiguredCodec } from './codec.js';
+import { configuredInstances } from './engines.js';
+import { listenUrl } from './listen.js';
+
+export interface GatewayRole {
+  url: string;
+  /** The router's health view: whether an engine may take new episodes now. */
+  isAvailable(instance: string): boolean;
+  stop(): Promise<void>;
+}
+
+/**
+ * The gateway on `gateway.host:port`, routing over `engines` (default: the configured ones). What
+ * `shared` leaves out it makes itself: the codec from `model.*`, its own store from `store.url`.
+ */
+export function startGateway(config: Config, shared: { store?: Store; codec?: Codec; engines?: InstanceConfig[] } = {}): Promise<GatewayRole> {
+  const adminToken = gatewayAdminToken(config);
+  return withStops(async (stops) => {
+    const engines = shared.engines ?? configuredInstances(config);
+    const codec = shared.codec ?? (await loadConfiguredCodec(config));
+    let store = shared.store;
+    if (!store) {
+      const own = await openConfiguredStore(config);
+      stops.push(() => own.close());
+      store = own;
+    }
+    const router = createRouter(engines, config.routing);
+    const gateway = await buildGateway({ codec, store, engines, modelName: config.model.name, adminToken, router });
+    stops.push(() => gateway.close());
+    const url = await listenUrl(gateway, config.gateway.host, config.gateway.port);
+    return { url, isAvailable: (instance: string) => router.registry.isHealthy(instance) };
+  });
+}

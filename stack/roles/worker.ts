@@ -1,0 +1,122 @@
+import { NativeConnection, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { createActivities } from '../../activities/index.js';
+import { TaskCatalog } from '../../activities/task-catalog.js';
+import { AdmissionControl, type InstanceConfig } from '../../scheduler/index.js';
+import { bubblewrapTmpHostDir } from '../../sandbox/bridge.js';
+import { createSandboxProvider } from '../../sandbox/index.js';
+import type { Store } from '../../trajectory/index.js';
+import { hostQueueOf, installWorkerRuntime, RolloutWorker } from '../../workers/worker.js';
+import { ConfigError, type Config } from '../config.js';
+import { openConfiguredArtifacts } from '../artifacts.js';
+import { startEngineHealth } from '../engine-health.js';
+import { dataPaths, makeDataDirs } from '../paths.js';
+import { gatewayAdminToken } from '../secrets.js';
+import { openConfiguredStore } from '../store.js';
+import { withStops } from '../stops.js';
+import { PROJECT_ROOT } from '../temporal-binary.js';
+import { temporalConnectionOptions } from '../temporal-connection.js';
+import { configuredInstances } from './engines.js';
+
+export interface WorkerRole {
+  worker: RolloutWorker;
+  stop(): Promise<void>;
+}
+
+/** What a worker may share with the rest of its process; each left out it makes itself. */
+export interface WorkerShared {
+  /** Temporal front end; default `temporal.address`. */
+  temporalAddress?: string;
+  /** Default `gateway.url`. */
+  gatewayUrl?: string;
+  /** Default: the configured engines (`configuredInstances`). */
+  engines?: InstanceConfig[];
+  /** Whether an engine may take new episodes (a gateway's health view in this process). Default: the worker's own health checks. */
+  isAvailable?: (instance: string) => boolean;
+  /** Default: its own, from `store.url`. */
+  store?: Store;
+  tasks?: TaskCatalog;
+  /** Reuse a workflow bundle (tests build it once). */
+  workflowBundle?: WorkflowBundleWithSourceMap;
+}
+
+/**
+ * A rollout worker: polls the shared queue and its host queue (`worker.hostId`), with its
+ * sandboxes, agent state and host registration. Standalone (`rollout worker`) it needs
+ * `temporal.address` and `gateway.url`, opens its own store, and checks the engines' health itself
+ * so that it never admits an episode to a dead engine.
+ */
+export function startWorker(config: Config, shared: WorkerShared = {}): Promise<WorkerRole> {
+  const gatewayUrl = shared.gatewayUrl ?? config.gateway.url;
+  if (!gatewayUrl) throw new ConfigError('a worker joining a running stack needs gateway.url');
+  if (!shared.temporalAddress && !config.temporal.address) throw new ConfigError('a worker joining a running stack needs temporal.address');
+  const connectionOptions = temporalConnectionOptions(config, shared.temporalAddress);
+  const gateway = { url: gatewayUrl, adminToken: gatewayAdminToken(config) };
+  return withStops(async (stops) => {
+    const paths = dataPaths(config.dataDir);
+    makeDataDirs(config.dataDir);
+    const engines = shared.engines ?? configuredInstances(config);
+    let store = shared.store;
+    if (!store) {
+      const own = await openConfiguredStore(config);
+      stops.push(() => own.close());
+      store = own;
+    }
+    let isAvailable = shared.isAvailable;
+    if (!isAvailable) {
+      const health = await startEngineHealth(engines, config.routing);
+      stops.push(() => health.stop());
+      isAvailable = health.isAvailable;
+    }
+    const artifacts = openConfiguredArtifacts(config);
+    stops.push(() => artifacts.close());
+    const hostQueue = hostQueueOf(config.temporal.taskQueue, config.worker.hostId);
+    const sandbox = createSandboxProvider({
+      provider: config.sandbox.provider,
+      rootDir: paths.sandboxes,
+      hiddenPaths: [PROJECT_ROOT, config.dataDir],
+      createFailureRate: config.sandbox.createFailureRate,
+      seed: config.sandbox.faultSeed,
+      defaultTtlMs: config.sandbox.ttlMs,
+      defaultLimits: config.sandbox.limits,
+    });
+    // Stops run in reverse: this runs after the worker has stopped using the provider.
+    stops.push(async () => sandbox.release?.());
+    const activities = createActivities({
+      store,
+      admission: await AdmissionControl.create(store, engines, config.admission, isAvailable),
+      sandbox,
+      tasks: shared.tasks ?? new TaskCatalog(),
+      gateway,
+      hostQueue,
+      agentStateDir: paths.agentState,
+      artifacts,
+      maxOutputBytes: config.agent.maxOutputBytes,
+      sandboxTtlMs: config.sandbox.ttlMs,
+      sandboxTmpHostDir: bubblewrapTmpHostDir(paths.sandboxes),
+      agentLogDir: paths.agentLogs,
+      hostTtlMs: config.janitor.hostTtlMs,
+    });
+    installWorkerRuntime();
+    const connection = await NativeConnection.connect(connectionOptions);
+    stops.push(() => connection.close());
+    const worker = await RolloutWorker.create({
+      connection,
+      namespace: config.temporal.namespace,
+      taskQueue: config.temporal.taskQueue,
+      hostQueue,
+      activities,
+      workflowBundle: shared.workflowBundle,
+      maxConcurrentActivities: config.worker.maxConcurrentActivities,
+      maxConcurrentWorkflowTasks: config.worker.maxConcurrentWorkflowTasks,
+      janitor: { provider: sandbox, agentStateDir: paths.agentState, store, hostId: config.worker.hostId, intervalMs: config.sandbox.janitorIntervalMs },
+    });
+    const running = worker.run().catch((error: unknown) => {
+      console.error(`worker stopped: ${(error as Error).message}`);
+    });
+    stops.push(async () => {
+      worker.shutdown();
+      await running;
+    });
+    return { worker };
+  });
+}

@@ -1,0 +1,76 @@
+import { Client } from '@temporalio/client';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, inject, it } from 'vitest';
+import { buildApiServer } from '../../api/index.js';
+import { ConfigError, loadConfig } from '../../stack/config.js';
+import { dataPaths } from '../../stack/paths.js';
+import { apiToken, gatewayAdminToken } from '../../stack/secrets.js';
+import { storeUrl } from '../../stack/store.js';
+import { temporalConnectionOptions } from '../../stack/temporal-connection.js';
+import { openArtifactStore, SqliteStore } from '../../trajectory/index.js';
+
+const dir = () => mkdtempSync(path.join(inject('testDataRoot'), 'config-'));
+const pg = 'postgres://rollout@db.invalid/rollout';
+
+describe('configuration for many machines', () => {
+  it('takes the store URL and secrets from the environment, flags over both', async () => {
+    const env = { ROLLOUT_STORE_URL: pg, ROLLOUT_GATEWAY_ADMIN_TOKEN: 'admin', ROLLOUT_API_TOKEN: 'api', TEMPORAL_API_KEY: 'key' };
+    const config = await loadConfig(undefined, { 'api.token': 'flag' }, env);
+    expect([storeUrl(config), gatewayAdminToken(config), apiToken(config), config.temporal.apiKey]).toEqual([pg, 'admin', 'flag', 'key']);
+  });
+
+  it('defaults to the SQLite file and the minted admin token of the data directory, with no API token', async () => {
+    const dataDir = dir();
+    const config = await loadConfig(undefined, { dataDir }, {});
+    expect(storeUrl(config)).toBe(dataPaths(dataDir).store);
+    expect(gatewayAdminToken(config)).toBe(readFileSync(dataPaths(dataDir).adminToken, 'utf8'));
+    expect(apiToken(config)).toBeNull();
+  });
+
+  it('never mints a token for a shared store', async () => {
+    const dataDir = dir();
+    const config = await loadConfig(undefined, { dataDir, 'store.url': pg }, {});
+    expect(() => gatewayAdminToken(config)).toThrow(ConfigError);
+    expect(() => gatewayAdminToken(config)).toThrow(/ROLLOUT_GATEWAY_ADMIN_TOKEN/);
+    expect(() => apiToken(config)).toThrow(/ROLLOUT_API_TOKEN/);
+  });
+
+  it('builds one set of Temporal connection options with TLS files and the API key', async () => {
+    const d = dir();
+    for (const name of ['ca.pem', 'client.pem', 'client.key']) writeFileSync(path.join(d, name), name);
+    const config = await loadConfig(
+      undefined,
+      {
+        'temporal.address': 'temporal.example:7233',
+        'temporal.tls': { caFile: path.join(d, 'ca.pem'), certFile: path.join(d, 'client.pem'), keyFile: path.join(d, 'client.key'), serverName: 'temporal' },
+        'temporal.apiKey': 'key',
+      },
+      {},
+    );
+    const options = temporalConnectionOptions(config);
+    expect(options.address).toBe('temporal.example:7233');
+    expect(options.apiKey).toBe('key');
+    expect(options.tls?.serverNameOverride).toBe('temporal');
+    expect(Buffer.from(options.tls!.serverRootCACertificate!).toString()).toBe('ca.pem');
+    expect(Buffer.from(options.tls!.clientCertPair!.crt).toString()).toBe('client.pem');
+    expect(Buffer.from(options.tls!.clientCertPair!.key).toString()).toBe('client.key');
+    // The embedded dev server serves plain gRPC.
+    expect(temporalConnectionOptions(await loadConfig(undefined, {}, { TEMPORAL_API_KEY: 'key' }), '127.0.0.1:7233')).toEqual({ address: '127.0.0.1:7233' });
+  });
+});
+
+describe('the batch API token', () => {
+  it('answers 401 without the bearer token, except for the OpenAPI document', async () => {
+    const config = await loadConfig(undefined, { dataDir: dir() }, {});
+    // A lazy client: no route reached here talks to Temporal.
+    const app = buildApiServer({ config, client: new Client(), store: SqliteStore.open(':memory:'), artifacts: openArtifactStore(dir()), gateway: { url: 'http://127.0.0.1:1', adminToken: 'a' }, token: 'secret' });
+    const status = async (url: string, authorization?: string) =>
+      (await app.inject({ method: 'GET', url, headers: authorization ? { authorization } : {} })).statusCode;
+    expect(await status('/v1/batches/x')).toBe(401);
+    expect(await status('/v1/batches/x', 'Bearer wrong')).toBe(401);
+    expect(await status('/openapi.json')).toBe(200);
+    expect(await status('/no-such-route', 'Bearer secret')).toBe(404);
+    await app.close();
+  });
+});
