@@ -7,7 +7,7 @@ export interface BatchActivityDeps {
   store: Store;
   /** Where batch files go: `<exportDir>/<batchId>/groups/<groupId>.arrow`. */
   exportDir: string;
-  gateway: { url: string; adminToken: string };
+  gateway: { urls: readonly string[]; adminToken: string };
 }
 
 /** The Arrow file of one group of a batch. */

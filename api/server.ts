@@ -17,7 +17,8 @@ export interface ApiDeps {
   client: Client;
   /** Where the batch files are (`<exportDir>/<batchId>/`). */
   exportDir: string;
-  gateway: { url: string; adminToken: string };
+  /** The gateway replicas' base URLs and their admin token (policy calls go to any of them). */
+  gateway: { urls: readonly string[]; adminToken: string };
 }
 
 /**

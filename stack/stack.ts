@@ -7,7 +7,7 @@ import { TaskCatalog } from '../activities/task-catalog.js';
 import { startEngineSim, type EngineSim } from '../engine-sim/index.js';
 import { loadCodec, type Codec } from '../gateway/codec/index.js';
 import { buildGateway } from '../gateway/server.js';
-import { AdmissionControl, createRouter, type InstanceConfig } from '../scheduler/index.js';
+import { AdmissionControl, type InstanceConfig } from '../scheduler/index.js';
 import { createSandboxProvider } from '../sandbox/index.js';
 import { bubblewrapTmpHostDir } from '../sandbox/bridge.js';
 import { scriptForTask } from '../tasks/solution-script.js';
@@ -19,6 +19,7 @@ import { buildApiServer } from '../api/index.js';
 import { adminToken, dataPaths } from './paths.js';
 import { startDevServer, type DevServer } from './temporal-dev-server.js';
 import { PROJECT_ROOT } from './temporal-binary.js';
+import { gatewayReplica, gatewayRouter, gatewayUrls } from './roles/placement.js';
 
 /** A running agent-rollout: what the CLI, the tests and the benchmarks talk to. */
 export interface Stack {
@@ -126,10 +127,10 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     let gatewayUrl = config.gateway.url;
     let isAvailable: ((instance: string) => boolean) | undefined;
     if (!gatewayUrl) {
-      const router = createRouter(engines, config.routing);
+      const router = gatewayRouter(config, engines);
       // A worker in this process admits episodes to engines the gateway's router finds healthy.
       isAvailable = (instance) => router.registry.isHealthy(instance);
-      const gateway: FastifyInstance = await buildGateway({ codec, store, engines, modelName: config.model.name, adminToken: token, router });
+      const gateway: FastifyInstance = await buildGateway({ codec, store, engines, modelName: config.model.name, adminToken: token, router, replica: gatewayReplica(config) });
       await gateway.listen({ host: config.gateway.host, port: config.gateway.port });
       stops.push(() => gateway.close());
       const address = gateway.server.address();
@@ -142,7 +143,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     stops.push(() => connection.close());
     const client = new Client({ connection, namespace: config.temporal.namespace });
 
-    const api = buildApiServer({ config, client, exportDir: paths.exports, gateway: { url: gatewayUrl, adminToken: token } });
+    const api = buildApiServer({ config, client, exportDir: paths.exports, gateway: { urls: gatewayUrls(config, gatewayUrl), adminToken: token } });
     await api.listen({ host: config.api.host, port: config.api.port });
     stops.push(() => api.close());
     const apiAddress = api.server.address();
@@ -194,7 +195,7 @@ export async function startWorker(
     admission: await AdmissionControl.create(ctx.store, ctx.engines, config.admission, ctx.isAvailable),
     sandbox,
     tasks: ctx.tasks,
-    gateway: { url: ctx.gatewayUrl, adminToken: adminToken(config.dataDir) },
+    gateway: { urls: gatewayUrls(config, ctx.gatewayUrl), adminToken: adminToken(config.dataDir) },
     hostQueue,
     agentStateDir: paths.agentState,
     exportDir: paths.exports,
