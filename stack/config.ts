@@ -46,7 +46,10 @@ export const ConfigSchema = z
          * Default `[]`: `gateway.url`, or the gateway this process runs.
          */
         urls: z.array(z.string().url()).default([]),
-        /** This replica's id in the store (session owner, registration). Default null: `<hostname>:<port>`. */
+        /**
+         * This replica's id in the store (session owner, registration); keep it across restarts.
+         * Default null: `<hostname>:<port>` (set it for several replicas on one host with port 0).
+         */
         replicaId: z.string().min(1).nullable().default(null),
         /** The URL other replicas forward requests to. Default null: the URL it listens on. */
         advertiseUrl: z.string().url().nullable().default(null),
