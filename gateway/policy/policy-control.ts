@@ -1,4 +1,5 @@
 import type { PolicyState, PolicyStore } from '../../trajectory/index.js';
+import { Mutex } from '../session/mutex.js';
 
 /** How a pause treats generations under way: let them finish, or abort them for resumption. */
 export type PauseMode = 'finish' | 'abort';
@@ -70,6 +71,11 @@ export class PolicyControl {
   private reopen: (() => void) | undefined;
   private gate: Promise<void> = Promise.resolve();
   private poller: NodeJS.Timeout | undefined;
+  /**
+   * One store round trip at a time: a poll's read that started before a pause was written could
+   * otherwise land after it and reopen the gate.
+   */
+  private readonly storeLock = new Mutex();
 
   private constructor(
     private readonly store: PolicyStore,
@@ -113,7 +119,7 @@ export class PolicyControl {
 
   /** Writes the pause to the store (idempotent) and holds new calls here. */
   async pause(): Promise<void> {
-    this.apply(await this.store.pausePolicy());
+    await this.storeLock.run(async () => this.apply(await this.store.pausePolicy()));
   }
 
   /**
@@ -135,16 +141,20 @@ export class PolicyControl {
     if (version < this.state.version) {
       throw new PolicyVersionError(`version ${version} is older than the version served, ${this.state.version}`);
     }
-    const { applied, state } = await this.store.resumePolicy(version);
-    if (!applied) throw new PolicyVersionError(`version ${version} is older than the version stored, ${state.version}`);
-    this.apply(state);
-    return { ...this.state };
+    return this.storeLock.run(async () => {
+      const { applied, state } = await this.store.resumePolicy(version);
+      if (!applied) throw new PolicyVersionError(`version ${version} is older than the version stored, ${state.version}`);
+      this.apply(state);
+      return { ...this.state };
+    });
   }
 
   /** Takes the stored state (version and pause) as this replica's own. */
-  async sync(): Promise<PolicyState> {
-    this.apply(await this.store.loadPolicy());
-    return { ...this.state };
+  sync(): Promise<PolicyState> {
+    return this.storeLock.run(async () => {
+      this.apply(await this.store.loadPolicy());
+      return { ...this.state };
+    });
   }
 
   /** Polls the store every `intervalMs`, so a replica that missed a fan-out converges. */

@@ -29,11 +29,14 @@ export function sessionAffinity(deps: SessionAffinityDeps, locate: (request: Fas
     if (request.headers[FORWARDED_BY_HEADER] !== undefined) throw new SessionMovedError(`session ${sessionId} is owned by ${owner}`);
     let body = payload;
     const address = await deps.registration.addressOf(owner);
+    // A second try on a new connection: an idle keep-alive socket the owner just closed is no outage.
     if (address) {
-      const outcome = await forwardRequest(request, reply, payload, address, deps.registration.id);
-      if (outcome.kind === 'answered') return undefined;
-      deps.log(`owner ${owner} of session ${sessionId} is unreachable (${outcome.error.message}): taking the session over`);
-      body = outcome.body;
+      for (const fresh of [false, true]) {
+        const outcome = await forwardRequest(request, reply, body, { url: address, via: deps.registration.id, fresh });
+        if (outcome.kind === 'answered') return undefined;
+        body = outcome.body;
+        if (fresh) deps.log(`owner ${owner} of session ${sessionId} is unreachable (${outcome.error.message}): taking the session over`);
+      }
     }
     if (!(await deps.ownership.takeOver(sessionId, disconnectSignal(reply)))) {
       throw new SessionMovedError(`session ${sessionId} is still owned by ${owner}`);

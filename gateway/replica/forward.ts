@@ -20,16 +20,23 @@ function passable(headers: http.IncomingHttpHeaders | http.OutgoingHttpHeaders):
  * the body up and the answer (SSE included) down; a client that leaves drops the upstream request,
  * so the owner aborts the generation. Until the owner answers, the body read so far is kept: when
  * the owner cannot be reached (connection refused or reset before its answer), the outcome carries
- * the whole body again so this replica can serve the request itself.
+ * the whole body again so this replica can serve the request itself (or forward it again).
+ * `fresh` opens a new connection instead of reusing an idle keep-alive one.
  */
-export function forwardRequest(request: FastifyRequest, reply: FastifyReply, payload: Readable, target: string, via: string): Promise<ForwardOutcome> {
+export function forwardRequest(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  payload: Readable,
+  target: { url: string; via: string; fresh: boolean },
+): Promise<ForwardOutcome> {
   return new Promise((resolve) => {
     const kept: Buffer[] = [];
     let answered = false;
     let ended = false;
-    const upstream = http.request(new URL(request.raw.url ?? '/', target), {
+    const upstream = http.request(new URL(request.raw.url ?? '/', target.url), {
       method: request.method,
-      headers: { ...passable(request.headers), host: new URL(target).host, [FORWARDED_BY_HEADER]: via },
+      headers: { ...passable(request.headers), host: new URL(target.url).host, [FORWARDED_BY_HEADER]: target.via },
+      agent: target.fresh ? false : undefined,
     });
     const onData = (chunk: Buffer): void => {
       if (!answered) kept.push(chunk);
