@@ -5,6 +5,7 @@ import { readSseData } from '../../gateway/backends/sse.js';
 import type { EngineInstance } from '../../gateway/server.js';
 import { SqliteStore, type Store } from '../../trajectory/index.js';
 import { closeTestSession, openTestSession, sessionInfo, SHELL_TOOLS, startTestGateway, tempStore, TEST_ADMIN_TOKEN, widgetScript } from '../helpers/gateway.js';
+import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
 import { testCodec } from '../helpers/stack.js';
 
 /** Short, so a takeover after a replica dies takes about a second. */
@@ -26,21 +27,19 @@ let fast: EngineSim;
 /** About real time: a 300-token answer takes a second or two, long enough to pause meanwhile. */
 let slow: EngineSim;
 let engines: EngineInstance[];
-/** One SQLite file, one connection per replica, as two processes would have. */
+/** One SQLite file shared by both replicas. */
 let storeFile: string;
-const stores: Store[] = [];
-const replicas = new Map<'A' | 'B', { gateway: FastifyInstance; url: string }>();
+let store: Store;
+/** Replica A runs in its own process, so it can die abruptly; B runs in the test's. */
+let a: GatewayProcess;
+let b: { gateway: FastifyInstance; url: string };
+const replica = (id: 'A' | 'B') => ({ id, sessionOwnershipTtlMs: OWNERSHIP_TTL_MS, policyPollMs: 100 });
 
-async function startReplica(id: 'A' | 'B'): Promise<string> {
-  const store = SqliteStore.open(storeFile);
-  stores.push(store);
-  const replica = await startTestGateway(store, engines, undefined, { id, sessionOwnershipTtlMs: OWNERSHIP_TTL_MS, policyPollMs: 100 });
-  replicas.set(id, replica);
-  return replica.url;
+async function startA(): Promise<void> {
+  a = await spawnGateway({ storeFile, engines, replica: replica('A') });
 }
 
-const urlOf = (id: 'A' | 'B') => replicas.get(id)!.url;
-const store = () => stores[0]!;
+const urlOf = (id: 'A' | 'B') => (id === 'A' ? a.url : b.url);
 
 beforeAll(async () => {
   const { tokenizer } = await testCodec();
@@ -50,18 +49,18 @@ beforeAll(async () => {
     { name: 'e0', kind: 'vllm', url: fast.url },
     { name: 'slow', kind: 'vllm', url: slow.url },
   ];
-  const first = tempStore('gw-replicas-');
-  storeFile = (first as SqliteStore).db.name;
-  stores.push(first);
-  await startReplica('A');
-  await startReplica('B');
+  store = tempStore('gw-replicas-');
+  storeFile = (store as SqliteStore).db.name;
+  await startA();
+  b = await startTestGateway(SqliteStore.open(storeFile), engines, undefined, replica('B'));
 });
 
 afterAll(async () => {
-  for (const r of replicas.values()) await r.gateway.close();
+  await a?.kill();
+  await b?.gateway.close();
   await fast?.close();
   await slow?.close();
-  for (const s of stores) await s.close();
+  await store?.close();
 });
 
 async function chat(url: string, key: string, body: object): Promise<{ status: number; json: any }> {
@@ -116,9 +115,9 @@ describe('gateway replicas on one store', () => {
     const events: string[] = [];
     for await (const data of readSseData(r.body!)) events.push(data);
     expect(events.at(-1)).toBe('[DONE]');
-    const session = await store().getSession('r-forward');
+    const session = await store.getSession('r-forward');
     expect(session?.owner).toBe('A');
-    expect((await store().loadTurns('r-forward')).map((t) => [t.chainIndex, t.seq])).toEqual([
+    expect((await store.loadTurns('r-forward')).map((t) => [t.chainIndex, t.seq])).toEqual([
       [0, 0],
       [0, 1],
       [0, 2],
@@ -131,14 +130,14 @@ describe('gateway replicas on one store', () => {
     const c = new Conversation(await openTestSession(urlOf('A'), 'r-takeover'));
     expect((await c.turn(urlOf('A'))).status).toBe(200);
     expect((await c.turn(urlOf('B'))).status).toBe(200);
-    await replicas.get('A')!.gateway.close();
+    await a.kill();
     const started = Date.now();
     const third = await c.turn(urlOf('B'));
     expect(third.status, JSON.stringify(third.json)).toBe(200);
     // B waited for A's claim to lapse, no longer than the TTL and the takeover margin.
     expect(Date.now() - started).toBeLessThan(OWNERSHIP_TTL_MS + 3_000);
-    expect((await store().getSession('r-takeover'))?.owner).toBe('B');
-    const turns = await store().loadTurns('r-takeover');
+    expect((await store.getSession('r-takeover'))?.owner).toBe('B');
+    const turns = await store.loadTurns('r-takeover');
     expect(turns.map((t) => [t.chainIndex, t.seq, t.rolledBack])).toEqual([
       [0, 0, false],
       [0, 1, false],
@@ -148,25 +147,25 @@ describe('gateway replicas on one store', () => {
     const [t0, t1, t2] = turns as [(typeof turns)[0], (typeof turns)[0], (typeof turns)[0]];
     expect(third.json.usage.prompt_tokens).toBe(t0.promptDelta.length + t0.sampled.length + t1.promptDelta.length + t1.sampled.length + t2.promptDelta.length);
     // A back under its own id owns nothing it lost; the session stays B's and is served through it.
-    await startReplica('A');
+    await startA();
     expect((await c.turn(urlOf('A'))).status).toBe(200);
-    expect((await store().getSession('r-takeover'))?.owner).toBe('B');
+    expect((await store.getSession('r-takeover'))?.owner).toBe('B');
   });
 
   it('fences a stale owner: its commit is refused, it answers 503, and no turn is written', async () => {
     const c = new Conversation(await openTestSession(urlOf('A'), 'r-fence'));
     expect((await c.turn(urlOf('A'))).status).toBe(200);
     // B takes the session while A still has it cached (A stalled past its TTL, as far as the store knows).
-    expect(await store().claimSession('r-fence', 'B', OWNERSHIP_TTL_MS, Date.now() + 60 * OWNERSHIP_TTL_MS)).toBe(true);
+    expect(await store.claimSession('r-fence', 'B', OWNERSHIP_TTL_MS, Date.now() + 60 * OWNERSHIP_TTL_MS)).toBe(true);
     const stale = await c.turn(urlOf('A'));
     expect(stale.status).toBe(503);
     expect(stale.json.error).toMatchObject({ type: 'server_error' });
     expect(stale.json.error.message).toMatch(/retry/);
-    expect(await store().loadTurns('r-fence')).toHaveLength(1);
+    expect(await store.loadTurns('r-fence')).toHaveLength(1);
     // The retry finds the session gone from A's memory and owned by B: forwarded, served from the store.
     const retry = await c.turn(urlOf('A'));
     expect(retry.status, JSON.stringify(retry.json)).toBe(200);
-    expect((await store().loadTurns('r-fence')).map((t) => [t.chainIndex, t.seq])).toEqual([
+    expect((await store.loadTurns('r-fence')).map((t) => [t.chainIndex, t.seq])).toEqual([
       [0, 0],
       [0, 1],
     ]);
@@ -192,7 +191,7 @@ describe('gateway replicas on one store', () => {
 
     expect((await admin(urlOf('B'), '/admin/v1/policy/resume', { version: version + 1 })).json).toEqual({ version: version + 1, paused: false });
     expect((await held).status).toBe(200);
-    expect(new Set((await store().loadTurns('r-held'))[0]!.sampledVersions)).toEqual(new Set([version + 1]));
+    expect(new Set((await store.loadTurns('r-held'))[0]!.sampledVersions)).toEqual(new Set([version + 1]));
     expect((await admin(urlOf('A'), '/admin/v1/policy')).json).toEqual({ version: version + 1, paused: false });
     // Versions never go back, whichever replica is asked.
     expect((await admin(urlOf('B'), '/admin/v1/policy/resume', { version })).status).toBe(400);
@@ -201,9 +200,9 @@ describe('gateway replicas on one store', () => {
 
   it('follows a pause written by a replica it never heard from, by polling the store', async () => {
     const { version } = (await admin(urlOf('B'), '/admin/v1/policy')).json as { version: number };
-    await store().pausePolicy();
+    await store.pausePolicy();
     await expect.poll(async () => (await admin(urlOf('B'), '/admin/v1/policy')).json).toEqual({ version, paused: true });
-    await store().resumePolicy(version + 1);
+    await store.resumePolicy(version + 1);
     await expect.poll(async () => (await admin(urlOf('B'), '/admin/v1/policy')).json).toEqual({ version: version + 1, paused: false });
   });
 });

@@ -1,0 +1,20 @@
+/**
+ * A test gateway replica as its own process (spawnGateway): argv[2] is its JSON options. It prints
+ * `listening <url>` once it serves, and runs until killed.
+ */
+import { loadCodec } from '../../gateway/codec/index.js';
+import { buildGateway, type EngineInstance, type GatewayOptions } from '../../gateway/server.js';
+import { SqliteStore } from '../../trajectory/index.js';
+import { TEST_ADMIN_TOKEN } from './gateway.js';
+
+const options = JSON.parse(process.argv[2]!) as { storeFile: string; engines: EngineInstance[]; replica: GatewayOptions['replica'] };
+const gateway = await buildGateway({
+  codec: await loadCodec(),
+  store: SqliteStore.open(options.storeFile),
+  engines: options.engines,
+  modelName: 'Qwen/Qwen3-8B',
+  adminToken: TEST_ADMIN_TOKEN,
+  replica: options.replica,
+});
+const url = await gateway.listen({ host: '127.0.0.1', port: 0 });
+console.log(`listening ${url}`);
