@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { EngineInstance, GatewayOptions } from '../../gateway/server.js';
 import { PROJECT_ROOT } from '../../stack/temporal-binary.js';
+import { TEST_ADMIN_TOKEN } from './gateway.js';
 import { waitForExit } from './processes.js';
 
 const CHILD = path.join(PROJECT_ROOT, 'test', 'helpers', 'gateway-child.ts');
@@ -15,9 +16,9 @@ export interface GatewayProcess {
   kill(): Promise<void>;
 }
 
-/** A gateway replica in its own process over a store file, as a second host would run it. */
+/** A gateway replica in its own process over a store file, as a second host would run it (the test admin token). */
 export function spawnGateway(options: { storeFile: string; engines: EngineInstance[]; replica: GatewayOptions['replica'] }): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(options)], { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ ...options, adminToken: TEST_ADMIN_TOKEN })], { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
   return new Promise((resolve, reject) => {
