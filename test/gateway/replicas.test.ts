@@ -126,6 +126,26 @@ describe('gateway replicas on one store', () => {
     expect(await closeTestSession(urlOf('B'), 'r-forward')).toMatchObject({ turns: 3, chains: 1 });
   });
 
+  it('passes a client that leaves through the forward: the owner aborts its generation on the engine', async () => {
+    const key = await openTestSession(urlOf('A'), 'r-leave', sessionInfo({ homeInstance: 'slow', taskId: 'essay' }));
+    const note = await chat(urlOf('A'), key, { messages: [{ role: 'user', content: 'Write a note, please.' }] });
+    expect(note.status).toBe(200);
+    const aborted = slow.stats().requestsAborted;
+    const client = new AbortController();
+    const r = await fetch(`${urlOf('B')}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'Write the essay, please.' }], max_tokens: 1000, stream: true }),
+      signal: client.signal,
+    });
+    expect(r.status).toBe(200);
+    // The first tokens came from A's engine through B; then the client goes away.
+    await r.body!.getReader().read();
+    client.abort();
+    await expect.poll(() => slow.stats().requestsAborted).toBe(aborted + 1);
+    expect((await store.loadTurns('r-leave')).map((t) => t.chainIndex)).toEqual([0]);
+  });
+
   it('takes a session over when its owner dies and continues the same chain token-exactly', async () => {
     const c = new Conversation(await openTestSession(urlOf('A'), 'r-takeover'));
     expect((await c.turn(urlOf('A'))).status).toBe(200);
