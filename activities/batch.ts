@@ -8,7 +8,7 @@ export interface BatchActivityDeps {
   store: Store;
   /** Where group files go: `<batchId>/groups/<groupId>.arrow` under its root. */
   artifacts: ArtifactStore;
-  gateway: { url: string; adminToken: string };
+  gateway: { urls: readonly string[]; adminToken: string };
 }
 
 /** Activities of the batch workflow itself. */

@@ -13,14 +13,15 @@ import {
   type AgentRunContext,
 } from '../agents/presets/index.js';
 import { bridgedBaseUrl, bridgedCommand, startGatewayBridge } from '../sandbox/bridge.js';
+import { gatewaySessionId } from '../gateway/client/rendezvous.js';
 import { SandboxError, type SandboxProvider } from '../sandbox/provider.js';
 import type { Task } from '../tasks/schema.js';
 
 export interface BlackBoxAgentDeps {
   sandbox: SandboxProvider;
   tasks: { get(source: string, taskId: string): Promise<Task> };
-  /** The gateway's base URL on the host. */
-  gateway: { url: string };
+  /** The gateway replicas' base URLs on the host. */
+  gateway: { urls: readonly string[] };
   /** Host directory a sandbox sees as `/tmp` (bubblewrap: `bubblewrapTmpHostDir(rootDir)`). */
   sandboxTmpHostDir(sandboxId: string): string;
   /** Host directory for the agents' stdout/stderr logs. */
@@ -130,7 +131,8 @@ async function runOnce(deps: BlackBoxAgentDeps, input: RunAgentInput): Promise<R
   };
   const bridge = await startGatewayBridge({
     sandboxTmpHostDir: deps.sandboxTmpHostDir(input.sandboxId),
-    gatewayUrl: deps.gateway.url,
+    gatewayUrls: deps.gateway.urls,
+    sessionId: gatewaySessionId(input.episodeId, input.attempt),
   });
   const stopHeartbeat = startHeartbeat(deps.heartbeatIntervalMs ?? 5_000);
   try {

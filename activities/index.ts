@@ -15,6 +15,7 @@ import {
 } from './black-box-agent.js';
 import { createBatchActivities } from './batch.js';
 import { GatewayAdminClient } from './gateway-admin.js';
+import { gatewaySessionId } from '../gateway/client/rendezvous.js';
 import { createJanitorActivities } from './janitor.js';
 import { taskSourcePath, type TaskCatalog } from './task-catalog.js';
 import type { EpisodeInput, EpisodeOutcome, RewardSummary, SandboxRef } from './types.js';
@@ -24,7 +25,8 @@ export interface ActivityDeps {
   admission: AdmissionControl;
   sandbox: SandboxProvider;
   tasks: TaskCatalog;
-  gateway: { url: string; adminToken: string };
+  /** The gateway replicas' base URLs (`gateway.urls`) and their admin token. */
+  gateway: { urls: readonly string[]; adminToken: string };
   /** Task queue served by this worker's host: activities touching its sandboxes go there. */
   hostQueue: string;
   /** Where the built-in agent keeps its per-episode state. */
@@ -162,7 +164,7 @@ export function createActivities(deps: ActivityDeps) {
     }): Promise<{ sessionId: string; key: string }> {
       const { episode } = input;
       return admin.openSession({
-        sessionId: `${input.episodeId}:${input.attempt}`,
+        sessionId: gatewaySessionId(input.episodeId, input.attempt),
         episodeId: input.episodeId,
         attempt: input.attempt,
         info: {
@@ -203,7 +205,7 @@ export function createActivities(deps: ActivityDeps) {
                 episodeId: input.episodeId,
                 attempt: input.attempt,
                 sandboxId: input.sandboxId,
-                gatewayUrl: deps.gateway.url,
+                gatewayUrls: deps.gateway.urls,
                 sessionKey: input.sessionKey,
                 problemStatement: task.problem_statement,
                 commandTimeoutMs: input.commandTimeoutMs,

@@ -20,7 +20,8 @@ export interface ApiDeps {
   store: BatchDataStore;
   /** Where the group files are. */
   artifacts: ArtifactStore;
-  gateway: { url: string; adminToken: string };
+  /** The gateway replicas' base URLs and their admin token (policy calls go to any of them). */
+  gateway: { urls: readonly string[]; adminToken: string };
   /** Bearer token every request must carry (`Authorization: Bearer …`). Default none: no check. */
   token?: string | null;
 }

@@ -90,6 +90,7 @@ commands:
   gateway                  run the gateway alone (store.url, engines or engineSim.basePort)
   api                      run the batch API alone (needs --temporal-address, --gateway-url)
   worker                   run a worker that joins a running stack (needs --temporal-address, --gateway-url)
+  placement                run the placement service the gateway replicas route through (gateway.placementPort)
   engines                  run the simulated engines alone, on engineSim.basePort + i
   batch start              start a batch (--tasks builtin|DIR|FILE, --n N, --agent builtin, --id ID, --wait)
   batch status ID          print a batch's progress, or its manifest when finished

@@ -9,6 +9,7 @@ import { createSandboxProvider } from '../sandbox/index.js';
 import { startApi } from '../stack/roles/api.js';
 import { startStandaloneEngines } from '../stack/roles/engines.js';
 import { startGateway } from '../stack/roles/gateway.js';
+import { startPlacementRole } from '../stack/roles/placement.js';
 import { startWorker } from '../stack/roles/worker.js';
 import { startStack, type Stack } from '../stack/stack.js';
 import { temporalConnectionOptions } from '../stack/temporal-connection.js';
@@ -137,7 +138,15 @@ const ROLES = new Map<string, (config: Config) => Promise<RunningRole>>([
     'worker',
     async (config) => {
       const w = await startWorker(config);
-      return { line: `worker joined ${config.temporal.address} (gateway ${config.gateway.url})`, stop: w.stop };
+      const gateways = config.gateway.urls.length > 0 ? config.gateway.urls.join(', ') : config.gateway.url;
+      return { line: `worker joined ${config.temporal.address} (gateway ${gateways})`, stop: w.stop };
+    },
+  ],
+  [
+    'placement',
+    async (config) => {
+      const p = await startPlacementRole(config);
+      return { line: `placement service listening on ${p.url}`, stop: () => p.close() };
     },
   ],
   [

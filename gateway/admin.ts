@@ -1,9 +1,12 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import { PolicyVersionError, type PolicyControl } from './policy/policy-control.js';
+import { LOCAL_SCOPE, type PolicyFanOut } from './policy/fan-out.js';
+import { GatewayError } from './session/errors.js';
 import type { SessionManager } from './session/session-manager.js';
-import type { Router } from '../scheduler/router.js';
+import type { CallRouter } from '../scheduler/router.js';
 
 const OpenSessionBody = z.object({
   sessionId: z.string().min(1),
@@ -33,6 +36,8 @@ export type OpenSessionBody = z.infer<typeof OpenSessionBody>;
 const CloseSessionBody = z.object({ reason: z.string().min(1) });
 const PauseBody = z.object({ mode: z.enum(['finish', 'abort']) });
 const ResumeBody = z.object({ version: z.number().int().nonnegative() });
+/** `?scope=local`: act on this replica only (another replica's fan-out); default: on every replica. */
+const PolicyQuery = z.object({ scope: z.literal(LOCAL_SCOPE).optional() });
 
 function sameSecret(a: string, b: string): boolean {
   const x = Buffer.from(a);
@@ -47,7 +52,16 @@ function sameSecret(a: string, b: string): boolean {
  */
 export function registerAdminRoutes(
   app: FastifyInstance,
-  deps: { sessions: SessionManager; policy: PolicyControl; router: Router; adminToken: string; instances: () => string[] },
+  deps: {
+    sessions: SessionManager;
+    policy: PolicyControl;
+    fanOut: PolicyFanOut;
+    router: CallRouter;
+    adminToken: string;
+    instances: () => string[];
+    /** Sends a close for a session another replica owns to that replica (replica/affinity.ts). */
+    closeAffinity: (request: FastifyRequest, reply: FastifyReply, payload: Readable) => Promise<Readable | undefined>;
+  },
 ): void {
   app.register(async (admin) => {
     admin.addHook('onRequest', async (request, reply) => {
@@ -64,10 +78,16 @@ export function registerAdminRoutes(
       }
       return deps.sessions.open(body.data);
     });
-    admin.post('/admin/v1/sessions/:id/close', async (request, reply) => {
+    admin.post('/admin/v1/sessions/:id/close', { preParsing: deps.closeAffinity }, async (request, reply) => {
       const body = CloseSessionBody.safeParse(request.body);
       if (!body.success) return reply.code(400).send({ error: { message: z.prettifyError(body.error), type: 'invalid_request_error' } });
-      const summary = await deps.sessions.close((request.params as { id: string }).id, body.data.reason);
+      let summary;
+      try {
+        summary = await deps.sessions.close((request.params as { id: string }).id, body.data.reason);
+      } catch (error) {
+        if (error instanceof GatewayError) return reply.code(error.status).send({ error: { message: error.message, type: error.type } });
+        throw error;
+      }
       if (!summary) return reply.code(404).send({ error: { message: 'no such session', type: 'not_found_error' } });
       deps.router.forgetSession(summary.sessionId);
       return summary;
@@ -76,13 +96,19 @@ export function registerAdminRoutes(
     admin.post('/admin/v1/policy/pause', async (request, reply) => {
       const body = PauseBody.safeParse(request.body);
       if (!body.success) return reply.code(400).send({ error: { message: z.prettifyError(body.error), type: 'invalid_request_error' } });
-      return deps.policy.pause(body.data.mode);
+      const query = PolicyQuery.safeParse(request.query);
+      if (!query.success) return reply.code(400).send({ error: { message: z.prettifyError(query.error), type: 'invalid_request_error' } });
+      return query.data.scope === LOCAL_SCOPE ? deps.policy.settle(body.data.mode) : deps.fanOut.pause(body.data.mode);
     });
     admin.post('/admin/v1/policy/resume', async (request, reply) => {
       const body = ResumeBody.safeParse(request.body);
       if (!body.success) return reply.code(400).send({ error: { message: z.prettifyError(body.error), type: 'invalid_request_error' } });
+      const query = PolicyQuery.safeParse(request.query);
+      if (!query.success) return reply.code(400).send({ error: { message: z.prettifyError(query.error), type: 'invalid_request_error' } });
+      // A replica told by another follows the store, which already holds the resume.
+      if (query.data.scope === LOCAL_SCOPE) return deps.policy.sync();
       try {
-        return await deps.policy.resume(body.data.version);
+        return await deps.fanOut.resume(body.data.version);
       } catch (error) {
         if (error instanceof PolicyVersionError) return reply.code(400).send({ error: { message: error.message, type: 'invalid_request_error' } });
         throw error;

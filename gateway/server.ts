@@ -1,16 +1,23 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { createRouter, type Router } from '../scheduler/router.js';
+import os from 'node:os';
+import { createRouter, type CallRouter } from '../scheduler/router.js';
 import type { Store } from '../trajectory/index.js';
 import { registerAdminRoutes } from './admin.js';
+import { sessionKeyOf } from './auth.js';
 import { BackendError, type Backend } from './backends/backend.js';
 import { createBackend } from './backends/index.js';
 import type { Codec } from './codec/index.js';
 import type { GatewayDeps } from './deps.js';
+import { PolicyFanOut } from './policy/fan-out.js';
 import { PolicyControl } from './policy/policy-control.js';
 import { registerAnthropicMessages } from './protocols/anthropic-messages.js';
 import { registerChatCompletions } from './protocols/openai-chat.js';
 import { registerResponses } from './protocols/openai-responses.js';
+import { sessionAffinity } from './replica/affinity.js';
+import { REPLICA_DEFAULTS, type ReplicaOptions } from './replica/options.js';
+import { ReplicaRegistration } from './replica/registration.js';
 import { GatewayError } from './session/errors.js';
+import { SessionOwnership } from './session/ownership.js';
 import { SessionManager } from './session/session-manager.js';
 
 /** An inference engine the gateway can send a session to. */
@@ -37,15 +44,28 @@ export interface GatewayOptions {
    * and closes it when it closes. Default: a router with the `home` policy (each session's home
    * instance while healthy) and default health checks.
    */
-  router?: Router;
+  router?: CallRouter;
+  replica?: ReplicaOptions;
+  /** Where replica events go (takeovers, unreachable replicas, failed renewals). Default `console.warn`. */
+  log?: (line: string) => void;
+}
+
+/** The URL a listening server is reached at (a wildcard address is named by the host name). */
+function listenUrl(app: FastifyInstance): string {
+  const address = app.server.address();
+  if (!address || typeof address !== 'object') throw new Error('the gateway is not listening on TCP');
+  const host = address.address === '0.0.0.0' || address.address === '::' ? os.hostname() : address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${host}:${address.port}`;
 }
 
 /**
  * Protocol routes, mounted at the root and under `/s/<key>` for clients that cannot set a key.
  * Each protocol is its own encapsulated plugin with its own error envelope.
  */
-function protocolRoutes(deps: GatewayDeps) {
+function protocolRoutes(deps: GatewayDeps, affinity: ReturnType<typeof sessionAffinity>) {
   return async (app: FastifyInstance) => {
+    // Before the body is read: a request for a session owned elsewhere goes there as it came.
+    app.addHook('preParsing', affinity);
     await app.register(async (openai) => {
       openai.setErrorHandler(openAiErrorHandler);
       registerChatCompletions(openai, deps);
@@ -79,8 +99,14 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   const router = options.router ?? createRouter(options.engines, { policy: 'home' });
   const unknown = router.registry.names.filter((name) => !backends.has(name));
   if (unknown.length > 0) throw new Error(`the router places on engine instances not configured: ${unknown.join(', ')}`);
-  const sessions = new SessionManager(options.store, options.codec);
+  const log = options.log ?? ((line: string) => console.warn(line));
+  const replica = { id: os.hostname(), ...REPLICA_DEFAULTS, ...options.replica };
+  const registration = new ReplicaRegistration(options.store, replica.id, replica.sessionOwnershipTtlMs, log);
+  const ownership = new SessionOwnership(options.store, replica.id, replica.sessionOwnershipTtlMs, log);
+  const sessions = new SessionManager(options.store, options.codec, ownership);
   const policy = await PolicyControl.create(options.store);
+  const fanOut = new PolicyFanOut({ policy, replicaId: replica.id, replicas: () => registration.live(), adminToken: options.adminToken, log });
+  const affinity = { ownership, registration, log };
   const deps: GatewayDeps = {
     sessions,
     modelName: options.modelName,
@@ -89,6 +115,8 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
       store: options.store,
       policy,
       router,
+      owner: replica.id,
+      dropSession: (session) => sessions.drop(session),
       backendFor(instance) {
         const backend = backends.get(instance);
         if (!backend) throw new GatewayError(`engine instance ${instance} is not configured`, 503, 'server_error');
@@ -97,13 +125,35 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     },
   };
   const app = Fastify({ logger: options.logger ?? false, bodyLimit: 64 * 1024 * 1024 });
-  app.addHook('onClose', () => router.close());
+  app.addHook('onListen', async () => {
+    await registration.start(replica.advertiseUrl ?? listenUrl(app));
+  });
+  app.addHook('onClose', async () => {
+    registration.close();
+    ownership.close();
+    policy.close();
+    await router.close();
+  });
   app.setErrorHandler(openAiErrorHandler);
   app.head('/', async (_request, reply) => reply.code(200).send());
   app.get('/health', async () => ({ status: 'ok', sessions: 'ready' }));
-  await app.register(protocolRoutes(deps));
-  await app.register(protocolRoutes(deps), { prefix: '/s/:key' });
-  registerAdminRoutes(app, { sessions, policy, router, adminToken: options.adminToken, instances: () => [...backends.keys()] });
+  const protocolAffinity = sessionAffinity(affinity, (request) => {
+    const key = request.method === 'POST' ? sessionKeyOf(request) : undefined;
+    return key === undefined ? undefined : sessions.locateByKey(key);
+  });
+  await app.register(protocolRoutes(deps, protocolAffinity));
+  await app.register(protocolRoutes(deps, protocolAffinity), { prefix: '/s/:key' });
+  registerAdminRoutes(app, {
+    sessions,
+    policy,
+    fanOut,
+    router,
+    adminToken: options.adminToken,
+    instances: () => [...backends.keys()],
+    closeAffinity: sessionAffinity(affinity, (request) => sessions.locateById((request.params as { id: string }).id)),
+  });
   router.start();
+  ownership.start();
+  policy.startPolling(replica.policyPollMs, log);
   return app;
 }

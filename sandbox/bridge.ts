@@ -2,7 +2,8 @@
  * The gateway bridge: how an agent in a network-less sandbox reaches the gateway and nothing else.
  *
  * Host side, a Unix socket per sandbox, placed in the directory the sandbox sees as `/tmp`, proxies
- * every connection to the gateway's TCP address. Inside the sandbox, `bridge/forwarder.mjs` (run
+ * every connection to the TCP address of the session's gateway replica (rendezvous hash of the
+ * session id, the next replica when one refuses the connection). Inside the sandbox, `bridge/forwarder.mjs` (run
  * with the host's node, mounted read-only) listens on `127.0.0.1:<port>` and forwards to that
  * socket. Every bubblewrap exec has its own network namespace, so the forwarder wraps the agent
  * command and runs in the same exec (see `bridgedCommand`).
@@ -12,6 +13,7 @@ import net from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultMountRoot } from './bubblewrap.js';
+import { isConnectionFailure, rendezvousOrder } from '../gateway/client/rendezvous.js';
 
 /** Where the forwarder script is mounted read-only in every black-box agent's sandbox. */
 export const BRIDGE_SANDBOX_DIR = '/opt/agent-bridge';
@@ -42,8 +44,42 @@ export interface GatewayBridge {
 export interface GatewayBridgeOptions {
   /** Host directory the sandbox sees as `/tmp` (bubblewrap: `<rootDir>/<id>/tmp`). */
   sandboxTmpHostDir: string;
-  /** The gateway's base URL on the host, e.g. `http://127.0.0.1:8300`. */
-  gatewayUrl: string;
+  /** The gateway replicas' base URLs on the host, e.g. `http://127.0.0.1:8300`. */
+  gatewayUrls: readonly string[];
+  /** The agent's gateway session: its replica is chosen by rendezvous hash of this id. */
+  sessionId: string;
+}
+
+/** A gateway replica's TCP address. */
+function tcpTarget(url: string): { host: string; port: number } {
+  const target = new URL(url);
+  if (target.protocol !== 'http:') throw new GatewayBridgeError(`gateway URL must be http: ${url}`);
+  return { host: target.hostname.replace(/^\[|\]$/g, ''), port: Number(target.port || 80) };
+}
+
+/**
+ * Connects to the first target that accepts (in order); what the client sent meanwhile is held
+ * and written once connected. Undefined when none accepts.
+ */
+function connectFirst(targets: readonly { host: string; port: number }[], onSocket: (socket: net.Socket) => void): Promise<net.Socket | undefined> {
+  return new Promise((resolve) => {
+    const attempt = (i: number): void => {
+      if (i >= targets.length) return resolve(undefined);
+      const socket = net.connect(targets[i]!.port, targets[i]!.host);
+      onSocket(socket);
+      const onError = (error: Error): void => {
+        socket.destroy();
+        if (isConnectionFailure(error)) attempt(i + 1);
+        else resolve(undefined);
+      };
+      socket.once('error', onError);
+      socket.once('connect', () => {
+        socket.off('error', onError);
+        resolve(socket);
+      });
+    };
+    attempt(0);
+  });
 }
 
 /** The bind mount that makes the forwarder visible inside a sandbox. */
@@ -53,11 +89,7 @@ export function forwarderMount(): { hostPath: string; sandboxPath: string } {
 
 /** Starts the host side of the bridge for one sandbox. */
 export async function startGatewayBridge(options: GatewayBridgeOptions): Promise<GatewayBridge> {
-  const target = new URL(options.gatewayUrl);
-  if (target.protocol !== 'http:')
-    throw new GatewayBridgeError(`gateway URL must be http: ${options.gatewayUrl}`);
-  const port = Number(target.port || 80);
-  const host = target.hostname.replace(/^\[|\]$/g, '');
+  const targets = rendezvousOrder(options.gatewayUrls, options.sessionId).map(tcpTarget);
   const dir = join(options.sandboxTmpHostDir, SOCKET_SUBDIR);
   const hostSocketPath = join(dir, SOCKET_NAME);
   if (Buffer.byteLength(hostSocketPath) > MAX_SOCKET_PATH) {
@@ -70,20 +102,32 @@ export async function startGatewayBridge(options: GatewayBridgeOptions): Promise
 
   const connections = new Set<net.Socket>();
   const server = net.createServer((client) => {
-    const upstream = net.connect(port, host);
-    connections.add(client).add(upstream);
-    client.pipe(upstream);
-    upstream.pipe(client);
-    const destroy = (): void => {
+    connections.add(client);
+    // Held until a replica accepts: the client's first bytes must reach the replica it lands on.
+    client.pause();
+    const destroyClient = (): void => {
       client.destroy();
-      upstream.destroy();
       connections.delete(client);
-      connections.delete(upstream);
     };
-    for (const s of [client, upstream]) {
-      s.on('error', destroy);
-      s.on('close', destroy);
-    }
+    client.on('error', destroyClient);
+    client.on('close', destroyClient);
+    void connectFirst(targets, (socket) => connections.add(socket)).then((upstream) => {
+      if (!upstream || client.destroyed) {
+        upstream?.destroy();
+        return destroyClient();
+      }
+      const destroy = (): void => {
+        destroyClient();
+        upstream.destroy();
+        connections.delete(upstream);
+      };
+      client.off('close', destroyClient);
+      client.on('close', destroy);
+      upstream.on('error', destroy);
+      upstream.on('close', destroy);
+      client.pipe(upstream);
+      upstream.pipe(client);
+    });
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err) =>

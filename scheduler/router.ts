@@ -35,10 +35,9 @@ export interface RouterOptions {
   now?: () => number;
 }
 
-/** A call `acquire` holds until the gate lets it through. */
+/** A call `admit` holds until the gate lets it through. */
 interface Waiter {
-  call: RouteCall;
-  resolve: (placement: Placement | undefined) => void;
+  resolve: (placement: RequestPlacement | undefined) => void;
 }
 
 /** One model call to place. */
@@ -52,11 +51,36 @@ export interface RouteCall {
   home?: string;
 }
 
-/** A call placed on an instance and counted in its in-flight load until finished or failed. */
-export interface Placement extends RouteDecision {
+/** A routed request placed on an instance and counted in its in-flight load until it ends. */
+export interface RequestPlacement extends RouteDecision {
   readonly request: RouteRequest;
-  readonly promptIds: readonly number[];
   readonly inFlight: InFlightCall;
+}
+
+/** A call placed on an instance; its prompt is kept to hash prompt + output when it finishes. */
+export interface Placement extends RequestPlacement {
+  readonly promptIds: readonly number[];
+}
+
+/**
+ * What a generation needs from a router: the in-process `Router`, or `RemoteRouter`
+ * (scheduler/placement) asking the placement service every gateway replica shares. A placement is
+ * handed back only to the router that made it.
+ */
+export interface CallRouter {
+  /** Engines one generation may be sent to, the first included, before its failure is final. */
+  readonly maxAttempts: number;
+  /** Engine health as placement sees it (episode admission asks it). */
+  readonly registry: { readonly names: string[]; isHealthy(name: string): boolean };
+  start(): void;
+  close(): Promise<void>;
+  /** The call's first placement; may wait for KV memory; undefined on abort or with no engine. */
+  acquire(call: RouteCall, signal?: AbortSignal): Promise<{ readonly instance: string } | undefined>;
+  /** A failover placement, at once, avoiding `exclude`. */
+  place(call: RouteCall, exclude?: ReadonlySet<string>): { readonly instance: string } | undefined | Promise<{ readonly instance: string } | undefined>;
+  finished(placement: { readonly instance: string }, sampledIds: readonly number[]): void;
+  failed(placement: { readonly instance: string }, engineDown: boolean): void;
+  forgetSession(sessionId: string): void;
 }
 
 /**
@@ -65,7 +89,7 @@ export interface Placement extends RouteDecision {
  * instance out when a call finds it dead. The retry elsewhere is the caller's (it knows whether
  * tokens already reached its client).
  */
-export class Router {
+export class Router implements CallRouter {
   readonly maxAttempts: number;
   private readonly blockSize: number;
   private readonly blockHashes: (chainId: string, tokens: readonly number[]) => readonly BlockHash[];
@@ -117,20 +141,24 @@ export class Router {
    * until one has room (a call ends, an idle chain's reservation lapses) or the gate's `maxWaitMs`
    * passes; an abort of `signal` ends the wait with undefined, as does having no healthy instance.
    */
-  acquire(call: RouteCall, signal?: AbortSignal): Promise<Placement | undefined> {
+  async acquire(call: RouteCall, signal?: AbortSignal): Promise<Placement | undefined> {
+    const placement = await this.admit(this.request(call), signal);
+    return placement && { ...placement, promptIds: call.promptIds };
+  }
+
+  /** `acquire` for a request already hashed into blocks (the placement service's callers). */
+  admit(request: RouteRequest, signal?: AbortSignal): Promise<RequestPlacement | undefined> {
     const candidates = this.healthy(new Set());
     if (candidates.length === 0 || signal?.aborted) return Promise.resolve(undefined);
-    const request = this.request(call);
     const gate = this.gate;
-    if (!gate) return Promise.resolve(this.commit(call, request, candidates));
+    if (!gate) return Promise.resolve(this.commit(request, candidates));
     const fits = gate.admissible(request, candidates, this.now());
-    if (fits.length > 0) return Promise.resolve(this.commit(call, request, fits));
+    if (fits.length > 0) return Promise.resolve(this.commit(request, fits));
     return new Promise((resolve) => {
       const onAbort = (): void => {
         if (gate.cancel(held)) resolve(undefined);
       };
       const held = gate.hold(request, this.now(), {
-        call,
         resolve: (placement) => {
           signal?.removeEventListener('abort', onAbort);
           resolve(placement);
@@ -146,9 +174,20 @@ export class Router {
    * call there, at once (a failover: the call was admitted already); undefined when there is none.
    */
   place(call: RouteCall, exclude: ReadonlySet<string> = new Set()): Placement | undefined {
+    const placement = this.placeRequest(this.request(call), exclude);
+    return placement && { ...placement, promptIds: call.promptIds };
+  }
+
+  /** `place` for a request already hashed into blocks. */
+  placeRequest(request: RouteRequest, exclude: ReadonlySet<string> = new Set()): RequestPlacement | undefined {
     const candidates = this.healthy(exclude);
     if (candidates.length === 0) return undefined;
-    return this.commit(call, this.request(call), candidates);
+    return this.commit(request, candidates);
+  }
+
+  /** What token-level admission holds on an instance now (zero without a gate). */
+  admission(instance: string): { reservedTokens: number; admittedChains: number } {
+    return { reservedTokens: this.gate?.reservedTokens(instance) ?? 0, admittedChains: this.gate?.admittedChains(instance) ?? 0 };
   }
 
   private healthy(exclude: ReadonlySet<string>): InstanceView[] {
@@ -167,7 +206,7 @@ export class Router {
     };
   }
 
-  private commit(call: RouteCall, request: RouteRequest, candidates: InstanceView[]): Placement {
+  private commit(request: RouteRequest, candidates: InstanceView[]): RequestPlacement {
     const decision = this.policy.route(request, candidates, this.prefix);
     if (!candidates.some((v) => v.name === decision.instance)) {
       throw new Error(`routing policy ${this.policy.name} chose ${decision.instance}, which it was not offered`);
@@ -175,22 +214,29 @@ export class Router {
     this.prefix.insert?.(decision.instance, request.blocks);
     this.gate?.placed(request, decision.instance, this.now());
     const inFlight = this.registry.begin(decision.instance, request.promptTokens + request.expectedOutputTokens);
-    return { ...decision, request, promptIds: call.promptIds, inFlight };
+    return { ...decision, request, inFlight };
   }
 
   /** The call ended on its instance (finished or aborted) with `sampledIds`, now cached there too. */
   finished(placement: Placement, sampledIds: readonly number[]): void {
-    this.release(placement, placement.request.promptTokens + sampledIds.length);
-    if (this.prefix.insert && sampledIds.length > 0) {
-      this.prefix.insert(placement.instance, this.blockHashes(placement.request.chainId, [...placement.promptIds, ...sampledIds]));
-    }
+    const cached = this.prefix.insert && sampledIds.length > 0 ? this.blockHashes(placement.request.chainId, [...placement.promptIds, ...sampledIds]) : [];
+    this.ended(placement, sampledIds.length, cached);
+  }
+
+  /**
+   * `finished` for a request already hashed: `outputTokens` were sampled, and `blocks` (prompt +
+   * output, hashed by the caller) are now cached on the instance.
+   */
+  ended(placement: RequestPlacement, outputTokens: number, blocks: readonly BlockHash[]): void {
+    this.release(placement, placement.request.promptTokens + outputTokens);
+    if (blocks.length > 0) this.prefix.insert?.(placement.instance, blocks);
   }
 
   /**
    * The call failed. When the engine did not answer (`engineDown`), the instance is taken out and
    * checked at once: a live engine that failed one request is back as soon as its check passes.
    */
-  failed(placement: Placement, engineDown: boolean): void {
+  failed(placement: RequestPlacement, engineDown: boolean): void {
     this.release(placement, 0);
     if (!engineDown) return;
     this.registry.markDown(placement.instance);
@@ -207,7 +253,7 @@ export class Router {
     this.pump();
   }
 
-  private release(placement: Placement, cachedTokens: number): void {
+  private release(placement: RequestPlacement, cachedTokens: number): void {
     this.registry.end(placement.inFlight);
     this.policy.onFinished?.(placement.request, placement.instance);
     if (!this.gate) return;
@@ -222,7 +268,7 @@ export class Router {
     gate.pump(
       this.now(),
       () => this.healthy(new Set()),
-      (held, candidates) => held.payload.resolve(candidates.length > 0 ? this.commit(held.payload.call, held.request, candidates) : undefined),
+      (held, candidates) => held.payload.resolve(candidates.length > 0 ? this.commit(held.request, candidates) : undefined),
     );
     this.arm();
   }

@@ -5,6 +5,7 @@ import YAML from 'yaml';
 import { z } from 'zod';
 import { ROUTER_POLICY_NAMES, ROUTING_DEFAULTS } from '../scheduler/router.js';
 import { EPISODE_TIMEOUT_DEFAULTS } from '../workflows/episode-timeouts.js';
+import { REPLICA_DEFAULTS } from '../gateway/replica/options.js';
 
 const Engine = z.object({
   /** Unique instance name. */
@@ -66,6 +67,29 @@ export const ConfigSchema = z
          * directory; with a shared store it must be given.
          */
         adminToken: z.string().min(1).nullable().default(null),
+        /**
+         * Every gateway replica's base URL, for the clients (activities, the built-in agent, the
+         * sandbox bridge, the batch API): a session's calls go to one by rendezvous hash of its id.
+         * Default `[]`: `gateway.url`, or the gateway this process runs.
+         */
+        urls: z.array(z.string().url()).default([]),
+        /**
+         * This replica's id in the store (session owner, registration); keep it across restarts.
+         * Default null: `<hostname>:<port>` (set it for several replicas on one host with port 0).
+         */
+        replicaId: z.string().min(1).nullable().default(null),
+        /** The URL other replicas forward requests to. Default null: the URL it listens on. */
+        advertiseUrl: z.string().url().nullable().default(null),
+        /** How long a session stays owned by a replica without renewal (renewed every third), ms. Default 10000. */
+        sessionOwnershipTtlMs: z.number().int().positive().default(REPLICA_DEFAULTS.sessionOwnershipTtlMs),
+        /** Interval between reads of the stored policy state (pause, version), ms. Default 500. */
+        policyPollMs: z.number().int().positive().default(REPLICA_DEFAULTS.policyPollMs),
+        /** The placement service every replica routes through. Default null: the router runs in-process. */
+        placementUrl: z.string().url().nullable().default(null),
+        /** Interface the placement service (`rollout placement`) listens on. Default 127.0.0.1. */
+        placementHost: z.string().default('127.0.0.1'),
+        /** Port of the placement service; 0 picks a free one. Default 8310. */
+        placementPort: z.number().int().min(0).default(8310),
       })
       .prefault({}),
     /** The shared store of sessions, turns, episodes, leases and registrations (trajectory/store). */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { fetchForSession, gatewaySessionId } from '../../gateway/client/rendezvous.js';
 import type { SandboxProvider } from '../../sandbox/provider.js';
 import { AgentStateFile, type AgentState } from './state.js';
 import { BUILTIN_TOOLS, SYSTEM_PROMPT } from './tools.js';
@@ -13,8 +14,8 @@ export interface AgentStepInput {
   episodeId: string;
   attempt: number;
   sandboxId: string;
-  /** Base URL of the gateway, e.g. `http://127.0.0.1:8300`. */
-  gatewayUrl: string;
+  /** Base URLs of the gateway replicas, e.g. `http://127.0.0.1:8300`; the session's is chosen by rendezvous hash. */
+  gatewayUrls: readonly string[];
   sessionKey: string;
   /** The task's problem statement: the first user message. */
   problemStatement: string;
@@ -83,7 +84,7 @@ export async function runAgentStep(deps: AgentStepDeps, input: AgentStepInput): 
 }
 
 async function callModel(state: AgentState, input: AgentStepInput, file: AgentStateFile): Promise<void> {
-  const response = await fetch(`${input.gatewayUrl}/v1/chat/completions`, {
+  const response = await fetchForSession(input.gatewayUrls, gatewaySessionId(input.episodeId, input.attempt), '/v1/chat/completions', {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${input.sessionKey}` },
     body: JSON.stringify({ model: 'policy', messages: state.messages, tools: BUILTIN_TOOLS }),

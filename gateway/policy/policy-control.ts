@@ -1,4 +1,5 @@
 import type { PolicyState, PolicyStore } from '../../trajectory/index.js';
+import { Mutex } from '../session/mutex.js';
 
 /** How a pause treats generations under way: let them finish, or abort them for resumption. */
 export type PauseMode = 'finish' | 'abort';
@@ -59,8 +60,9 @@ class Lease implements GenerationLease {
  * holds a lease taken at the current version; while paused, no lease is given out, so new model
  * calls wait. A pause answers once no lease is held: in `finish` mode when the generations under
  * way completed, in `abort` mode when they were aborted (their turns wait to continue). Resume
- * sets the new version (never older) and lets the waiting calls go. The state is written through
- * to the store, so a restarted gateway serves the same version and is still paused.
+ * sets the new version (never older) and lets the waiting calls go. The state lives in the store,
+ * shared by every gateway replica: a restarted gateway serves the same version and is still paused,
+ * and `sync` (polled) makes a replica follow what another one wrote (policy/fan-out.ts).
  */
 export class PolicyControl {
   private state: PolicyState;
@@ -68,6 +70,12 @@ export class PolicyControl {
   /** Opens the gate that held calls wait on; set while paused. */
   private reopen: (() => void) | undefined;
   private gate: Promise<void> = Promise.resolve();
+  private poller: NodeJS.Timeout | undefined;
+  /**
+   * One store round trip at a time: a poll's read that started before a pause was written could
+   * otherwise land after it and reopen the gate.
+   */
+  private readonly storeLock = new Mutex();
 
   private constructor(
     private readonly store: PolicyStore,
@@ -109,12 +117,18 @@ export class PolicyControl {
     return lease;
   }
 
-  /** Pauses (idempotent) and answers once no generation runs. */
-  async pause(mode: PauseMode): Promise<PauseResult> {
-    if (!this.state.paused) {
-      this.state = await this.store.pausePolicy();
-      this.closeGate();
-    }
+  /** Writes the pause to the store (idempotent) and holds new calls here. */
+  async pause(): Promise<void> {
+    await this.storeLock.run(async () => this.apply(await this.store.pausePolicy()));
+  }
+
+  /**
+   * Follows the stored state, then, when paused, answers once no generation runs here. A replica
+   * told to pause by another one settles; the one that wrote the pause settles too.
+   */
+  async settle(mode: PauseMode): Promise<PauseResult> {
+    await this.sync();
+    if (!this.state.paused) return { ...this.state, finished: 0, aborted: 0 };
     const underWay = [...this.leases];
     if (mode === 'abort') for (const lease of underWay) lease.preempt();
     const preempted = await Promise.all(underWay.map((lease) => lease.done));
@@ -127,12 +141,44 @@ export class PolicyControl {
     if (version < this.state.version) {
       throw new PolicyVersionError(`version ${version} is older than the version served, ${this.state.version}`);
     }
-    const { applied, state } = await this.store.resumePolicy(version);
-    if (!applied) throw new PolicyVersionError(`version ${version} is older than the version stored, ${state.version}`);
-    this.state = state;
-    this.reopen?.();
-    this.reopen = undefined;
-    return { ...this.state };
+    return this.storeLock.run(async () => {
+      const { applied, state } = await this.store.resumePolicy(version);
+      if (!applied) throw new PolicyVersionError(`version ${version} is older than the version stored, ${state.version}`);
+      this.apply(state);
+      return { ...this.state };
+    });
+  }
+
+  /** Takes the stored state (version and pause) as this replica's own. */
+  sync(): Promise<PolicyState> {
+    return this.storeLock.run(async () => {
+      this.apply(await this.store.loadPolicy());
+      return { ...this.state };
+    });
+  }
+
+  /** Polls the store every `intervalMs`, so a replica that missed a fan-out converges. */
+  startPolling(intervalMs: number, log: (line: string) => void): void {
+    this.poller = setInterval(() => {
+      this.sync().catch((error: unknown) => log(`policy poll failed: ${(error as Error).message}`));
+    }, intervalMs);
+    this.poller.unref();
+  }
+
+  close(): void {
+    clearInterval(this.poller);
+  }
+
+  private apply(next: PolicyState): void {
+    // Versions never go back: a read that raced a newer write (another replica's) is ignored.
+    if (next.version < this.state.version) return;
+    const wasPaused = this.state.paused;
+    this.state = { ...next };
+    if (next.paused && !wasPaused) this.closeGate();
+    if (!next.paused && wasPaused) {
+      this.reopen?.();
+      this.reopen = undefined;
+    }
   }
 
   private closeGate(): void {

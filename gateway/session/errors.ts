@@ -23,3 +23,14 @@ export class InvalidRequestError extends GatewayError {
     super(message, 400, 'invalid_request_error');
   }
 }
+
+/**
+ * The session's state here is stale or its owner cannot be reached for now: the client retries
+ * (a 503), and the retry is served from the store by whichever replica owns the session then.
+ */
+export class SessionMovedError extends GatewayError {
+  override name = 'SessionMovedError';
+  constructor(message: string) {
+    super(`session moved to another gateway replica, retry: ${message}`, 503, 'server_error');
+  }
+}

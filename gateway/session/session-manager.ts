@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { SessionInfo, Store } from '../../trajectory/index.js';
-import { UnknownSessionError } from './errors.js';
+import type { SessionInfo, SessionRecord, Store } from '../../trajectory/index.js';
+import { SessionMovedError, UnknownSessionError } from './errors.js';
+import type { SessionOwnership } from './ownership.js';
 import { GatewaySession } from './session.js';
 import type { Codec } from '../codec/index.js';
 import { driftReport } from './drift.js';
@@ -25,8 +26,15 @@ export interface SessionSummary {
 }
 
 /**
- * Sessions by key. Live state is kept in memory and rebuilt from the store on first use after a
- * gateway restart, since every committed turn is written through.
+ * Where a request for a session is served: here (cached, claimed now, or unknown or closed, which
+ * the route answers itself), or at the replica that owns it.
+ */
+export type SessionLocation = { kind: 'here' } | { kind: 'elsewhere'; sessionId: string; owner: string };
+
+/**
+ * Sessions by key. Live state is kept in memory for the sessions this replica owns and rebuilt
+ * from the store when it claims one (first use, a restart, a takeover), since every committed
+ * turn is written through.
  */
 export class SessionManager {
   private readonly live = new Map<string, GatewaySession>();
@@ -34,7 +42,33 @@ export class SessionManager {
   constructor(
     private readonly store: Store,
     private readonly codec: Codec,
+    private readonly ownership: SessionOwnership,
   ) {}
+
+  /** Where requests with this key are served. */
+  async locateByKey(key: string): Promise<SessionLocation> {
+    if (this.live.has(key)) return { kind: 'here' };
+    return this.locate(await this.store.getSessionByKey(key));
+  }
+
+  /** Where requests for this session id are served. */
+  async locateById(sessionId: string): Promise<SessionLocation> {
+    const record = await this.store.getSession(sessionId);
+    if (record && this.live.has(record.key)) return { kind: 'here' };
+    return this.locate(record);
+  }
+
+  private async locate(record: SessionRecord | undefined): Promise<SessionLocation> {
+    if (!record || record.status !== 'open' || (await this.ownership.claim(record.sessionId))) return { kind: 'here' };
+    // Read again: the owner seen before the claim may have lapsed and been replaced since.
+    const owner = (await this.store.getSession(record.sessionId))?.owner;
+    return owner && owner !== this.ownership.owner ? { kind: 'elsewhere', sessionId: record.sessionId, owner } : { kind: 'here' };
+  }
+
+  /** Forgets a cached session (its ownership moved): the next request claims and rebuilds it. */
+  drop(session: GatewaySession): void {
+    if (this.live.get(session.record.key) === session) this.live.delete(session.record.key);
+  }
 
   /** Idempotent by session id: a retried open returns the first key. */
   async open(input: { sessionId: string; episodeId: string; attempt: number; info: SessionInfo }): Promise<{ sessionId: string; key: string }> {
@@ -48,6 +82,7 @@ export class SessionManager {
     if (cached) return cached;
     const record = await this.store.getSessionByKey(key);
     if (!record || record.status !== 'open') throw new UnknownSessionError();
+    if (!(await this.ownership.claim(record.sessionId))) throw new SessionMovedError(`session ${record.sessionId} is owned by another replica`);
     const session = GatewaySession.restore(record, await this.store.loadTurns(record.sessionId));
     this.live.set(key, session);
     return session;
@@ -56,6 +91,10 @@ export class SessionManager {
   async close(sessionId: string, reason: string): Promise<SessionSummary | undefined> {
     const record = await this.store.getSession(sessionId);
     if (!record) return undefined;
+    // Fences the close like a commit: a replica that does not own the session must not close it.
+    if (record.status === 'open' && !(await this.ownership.claim(sessionId))) {
+      throw new SessionMovedError(`session ${sessionId} is owned by another replica`);
+    }
     const turns = await this.store.loadTurns(sessionId);
     const session = this.live.get(record.key) ?? GatewaySession.restore(record, turns);
     await this.store.saveChainReports(sessionId, session.chains.filter((c) => c.turns.length > 0).map((c) => driftReport(this.codec, c)));

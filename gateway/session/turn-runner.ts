@@ -1,11 +1,12 @@
 import { canonicalKey, type ChatMessage, type Codec, type ParsedTurn, type ToolSpec } from '../codec/index.js';
-import type { Store } from '../../trajectory/index.js';
-import { routeChainId, type RouteCall, type Router } from '../../scheduler/router.js';
+import { StoreConflictError, type Store } from '../../trajectory/index.js';
+import { routeChainId, type CallRouter, type RouteCall } from '../../scheduler/router.js';
 import { BackendError, type Backend, type GenerateRequest, type GenerateResult } from '../backends/backend.js';
 import { generateResumable, type PolicyGate } from '../policy/resumable.js';
 import { toolsKeyOf, type Chain } from './chain.js';
 import { planRequest, type ChainPlan } from './planner.js';
 import type { GatewaySession } from './session.js';
+import { SessionMovedError } from './errors.js';
 
 /** One model call as every protocol lowers it. */
 export interface TurnInput {
@@ -43,8 +44,12 @@ export interface TurnRunnerDeps {
   store: Store;
   /** The engine client for an instance name. */
   backendFor(instance: string): Backend;
-  /** Chooses the instance of every generation. */
-  router: Router;
+  /** Chooses the instance of every generation (in-process, or the shared placement service). */
+  router: CallRouter;
+  /** This gateway replica's id: a turn commits only while it owns the session. */
+  owner: string;
+  /** Forgets a session whose ownership moved, so its next request rebuilds it from the store. */
+  dropSession(session: GatewaySession): void;
   /** The policy version and pause: every generation runs under its lease. */
   policy: PolicyGate & { current(): { version: number } };
 }
@@ -117,7 +122,7 @@ async function generateRouted(
       tried.size === 0
         ? await deps.router.acquire(call, request.signal)
         : tried.size < deps.router.maxAttempts
-          ? deps.router.place(call, tried)
+          ? await deps.router.place(call, tried)
           : undefined;
     if (!placement && request.signal?.aborted) return { ids: [], logprobs: [], finishReason: 'abort', promptTokens: call.promptIds.length, cachedTokens: 0 };
     // After a failover, the last engine's error says more than the lack of another engine.
@@ -220,8 +225,13 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
           toolsJson: input.tools ? JSON.stringify(input.tools) : null,
           rolledBack: false,
         },
-        { rolledBackSeq: rolledBack?.seq },
-      );
+        { rolledBackSeq: rolledBack?.seq, owner: deps.owner },
+      ).catch((error: unknown) => {
+        // Another replica took the session over (or committed here first): this copy is stale.
+        if (!(error instanceof StoreConflictError)) throw error;
+        deps.dropSession(session);
+        throw new SessionMovedError(error.message);
+      });
       if (rolledBack) {
         session.rollbacks += 1;
         session.rolledBackTokens += chain.tokens.length - rolledBack.sampledFrom;

@@ -8,6 +8,7 @@ import { withStops } from '../stops.js';
 import { openConfiguredStore } from '../store.js';
 import { temporalConnectionOptions } from '../temporal-connection.js';
 import { listenUrl } from './listen.js';
+import { gatewayUrls } from './placement.js';
 
 export interface ApiRole {
   url: string;
@@ -20,9 +21,9 @@ export interface ApiRole {
  * without `shared.store` it opens `store.url`. Group files are read from `artifacts.uri`.
  */
 export function startApi(config: Config, shared: { client?: Client; gatewayUrl?: string; store?: Store } = {}): Promise<ApiRole> {
-  const gatewayUrl = shared.gatewayUrl ?? config.gateway.url;
-  if (!gatewayUrl) throw new ConfigError('the batch API needs gateway.url (the gateway it forwards policy routes to)');
-  const gateway = { url: gatewayUrl, adminToken: gatewayAdminToken(config) };
+  const gatewayUrl = shared.gatewayUrl ?? config.gateway.url ?? config.gateway.urls[0];
+  if (!gatewayUrl) throw new ConfigError('the batch API needs gateway.url or gateway.urls (the gateway it forwards policy routes to)');
+  const gateway = { urls: gatewayUrls(config, gatewayUrl), adminToken: gatewayAdminToken(config) };
   const token = apiToken(config);
   return withStops(async (stops) => {
     let client = shared.client;

@@ -1,6 +1,6 @@
 import type { Codec } from '../../gateway/codec/index.js';
 import { buildGateway } from '../../gateway/server.js';
-import { createRouter, type InstanceConfig } from '../../scheduler/index.js';
+import type { InstanceConfig } from '../../scheduler/index.js';
 import type { Store } from '../../trajectory/index.js';
 import type { Config } from '../config.js';
 import { gatewayAdminToken } from '../secrets.js';
@@ -9,6 +9,7 @@ import { withStops } from '../stops.js';
 import { loadConfiguredCodec } from './codec.js';
 import { configuredInstances } from './engines.js';
 import { listenUrl } from './listen.js';
+import { gatewayReplica, gatewayRouter } from './placement.js';
 
 export interface GatewayRole {
   url: string;
@@ -32,8 +33,8 @@ export function startGateway(config: Config, shared: { store?: Store; codec?: Co
       stops.push(() => own.close());
       store = own;
     }
-    const router = createRouter(engines, config.routing);
-    const gateway = await buildGateway({ codec, store, engines, modelName: config.model.name, adminToken, router });
+    const router = gatewayRouter(config, engines);
+    const gateway = await buildGateway({ codec, store, engines, modelName: config.model.name, adminToken, router, replica: gatewayReplica(config) });
     stops.push(() => gateway.close());
     const url = await listenUrl(gateway, config.gateway.host, config.gateway.port);
     return { url, isAvailable: (instance: string) => router.registry.isHealthy(instance) };

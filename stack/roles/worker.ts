@@ -16,6 +16,7 @@ import { withStops } from '../stops.js';
 import { PROJECT_ROOT } from '../temporal-binary.js';
 import { temporalConnectionOptions } from '../temporal-connection.js';
 import { configuredInstances } from './engines.js';
+import { gatewayUrls } from './placement.js';
 
 export interface WorkerRole {
   worker: RolloutWorker;
@@ -46,11 +47,11 @@ export interface WorkerShared {
  * so that it never admits an episode to a dead engine.
  */
 export function startWorker(config: Config, shared: WorkerShared = {}): Promise<WorkerRole> {
-  const gatewayUrl = shared.gatewayUrl ?? config.gateway.url;
-  if (!gatewayUrl) throw new ConfigError('a worker joining a running stack needs gateway.url');
+  const gatewayUrl = shared.gatewayUrl ?? config.gateway.url ?? config.gateway.urls[0];
+  if (!gatewayUrl) throw new ConfigError('a worker joining a running stack needs gateway.url or gateway.urls');
   if (!shared.temporalAddress && !config.temporal.address) throw new ConfigError('a worker joining a running stack needs temporal.address');
   const connectionOptions = temporalConnectionOptions(config, shared.temporalAddress);
-  const gateway = { url: gatewayUrl, adminToken: gatewayAdminToken(config) };
+  const gateway = { urls: gatewayUrls(config, gatewayUrl), adminToken: gatewayAdminToken(config) };
   return withStops(async (stops) => {
     const paths = dataPaths(config.dataDir);
     makeDataDirs(config.dataDir);

@@ -47,7 +47,8 @@ beforeAll(async () => {
   ).id;
   bridge = await startGatewayBridge({
     sandboxTmpHostDir: bubblewrapTmpHostDir(rootDir)(sandboxId),
-    gatewayUrl: serverUrl,
+    gatewayUrls: [serverUrl],
+    sessionId: 's',
   });
 });
 
@@ -83,7 +84,8 @@ describe('the gateway bridge', () => {
   it('removes its socket when closed', async () => {
     const other = await startGatewayBridge({
       sandboxTmpHostDir: mkdtempSync(path.join(os.tmpdir(), 'br-')),
-      gatewayUrl: serverUrl,
+      gatewayUrls: [serverUrl],
+    sessionId: 's',
     });
     await other.close();
     await other.close();

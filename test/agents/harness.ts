@@ -106,7 +106,7 @@ export async function runAgentEpisode(
   const activity = createBlackBoxAgentActivity({
     sandbox: stack.sandbox,
     tasks: { get: async (_source, id) => stack.tasks.get(id)! },
-    gateway: { url: stack.gatewayUrl },
+    gateway: { urls: [stack.gatewayUrl] },
     sandboxTmpHostDir: bubblewrapTmpHostDir(stack.rootDir),
     logDir: path.join(stack.rootDir, '..', 'logs'),
   });

@@ -365,7 +365,8 @@ except OSError as e:
       const victim = await sandbox();
       const bridge = await startGatewayBridge({
         sandboxTmpHostDir: main.tmpHostDir(victim.id),
-        gatewayUrl: `http://127.0.0.1:${port}`,
+        gatewayUrls: [`http://127.0.0.1:${port}`],
+        sessionId: 'victim',
       });
       try {
         const s = await sandbox();

@@ -169,7 +169,7 @@ beforeAll(async () => {
   engines = await startTestEngines({ count: 2, wanderProbability: 0.4, timeScale: 0.05 });
   config = testConfig({ engines: engines.instances });
   stack = await startStack(config);
-  admin = new GatewayAdminClient({ url: stack.gatewayUrl, adminToken: adminToken(config.dataDir) });
+  admin = new GatewayAdminClient({ urls: [stack.gatewayUrl], adminToken: adminToken(config.dataDir) });
   taskIds = (await loadTasks(builtinPackDir())).slice(0, 3).map((t) => t.instance_id);
   runs.set('drop', await runBatch('drop'));
   runs.set('rerun', await runBatch('rerun'));

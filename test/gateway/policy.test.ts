@@ -221,7 +221,7 @@ describe('gateway policy state', () => {
   });
 
   it('keeps the version and the pause across a gateway restart', async () => {
-    const client = () => new GatewayAdminClient({ url, adminToken: TEST_ADMIN_TOKEN });
+    const client = () => new GatewayAdminClient({ urls: [url], adminToken: TEST_ADMIN_TOKEN });
     expect(await client().pausePolicy('finish')).toMatchObject({ paused: true, finished: 0, aborted: 0 });
     const { version } = await client().policy();
     await gateway.close();

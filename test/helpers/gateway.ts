@@ -54,13 +54,25 @@ export function tempStore(prefix: string): Store {
   return SqliteStore.open(path.join(mkdtempSync(path.join(os.tmpdir(), prefix)), 'store.sqlite'));
 }
 
-/** A real gateway on a free port of 127.0.0.1, over the given engines and store. */
+/**
+ * A real gateway on a free port of 127.0.0.1, over the given engines and store. Its replica id
+ * is fixed (`test-gateway` unless given), so a restarted test gateway owns its sessions again.
+ */
 export async function startTestGateway(
   store: Store,
   engines: EngineInstance[],
   router?: GatewayOptions['router'],
+  replica: GatewayOptions['replica'] = {},
 ): Promise<{ gateway: FastifyInstance; url: string }> {
-  const gateway = await buildGateway({ codec: await testCodec(), store, engines, modelName: 'Qwen/Qwen3-8B', adminToken: TEST_ADMIN_TOKEN, router });
+  const gateway = await buildGateway({
+    codec: await testCodec(),
+    store,
+    engines,
+    modelName: 'Qwen/Qwen3-8B',
+    adminToken: TEST_ADMIN_TOKEN,
+    router,
+    replica: { id: 'test-gateway', ...replica },
+  });
   await gateway.listen({ host: '127.0.0.1', port: 0 });
   const address = gateway.server.address();
   return { gateway, url: `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}` };

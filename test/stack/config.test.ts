@@ -64,7 +64,7 @@ describe('the batch API token', () => {
   it('answers 401 without the bearer token, except for the OpenAPI document', async () => {
     const config = await loadConfig(undefined, { dataDir: dir() }, {});
     // A lazy client: no route reached here talks to Temporal.
-    const app = buildApiServer({ config, client: new Client(), store: SqliteStore.open(':memory:'), artifacts: openArtifactStore(dir()), gateway: { url: 'http://127.0.0.1:1', adminToken: 'a' }, token: 'secret' });
+    const app = buildApiServer({ config, client: new Client(), store: SqliteStore.open(':memory:'), artifacts: openArtifactStore(dir()), gateway: { urls: ['http://127.0.0.1:1'], adminToken: 'a' }, token: 'secret' });
     const status = async (url: string, authorization?: string) =>
       (await app.inject({ method: 'GET', url, headers: authorization ? { authorization } : {} })).statusCode;
     expect(await status('/v1/batches/x')).toBe(401);

@@ -2,8 +2,8 @@
 import { unpackFloat32, unpackInt32 } from '../codec.js';
 import type { EpisodeRecord, Registration, SessionInfo, SessionRecord, StoredReport, StoredTurn } from './types.js';
 
-/** Columns of a `SessionRecord` (the owner columns stay inside the store). */
-export const SESSION_COLUMNS = 'session_id, key, episode_id, attempt, info_json, status, termination_reason, created_at, closed_at';
+/** Columns of a `SessionRecord`. */
+export const SESSION_COLUMNS = 'session_id, key, episode_id, attempt, info_json, status, termination_reason, created_at, closed_at, owner, owner_until';
 
 export interface SessionRow {
   session_id: string;
@@ -15,6 +15,8 @@ export interface SessionRow {
   termination_reason: string | null;
   created_at: number;
   closed_at: number | null;
+  owner: string | null;
+  owner_until: number | null;
 }
 
 export function toSession(r: SessionRow): SessionRecord {
@@ -28,6 +30,8 @@ export function toSession(r: SessionRow): SessionRecord {
     terminationReason: r.termination_reason,
     createdAt: r.created_at,
     closedAt: r.closed_at,
+    owner: r.owner,
+    ownerUntil: r.owner_until,
   };
 }
 

@@ -423,6 +423,8 @@ interface SessionRow {
   termination_reason: string | null;
   created_at: number;
   closed_at: number | null;
+  owner: string | null;
+  owner_until: number | null;
 }
 
 function toSession(r: SessionRow): SessionRecord {
@@ -436,6 +438,8 @@ function toSession(r: SessionRow): SessionRecord {
     terminationReason: r.termination_reason,
     createdAt: r.created_at,
     closedAt: r.closed_at,
+    owner: r.owner,
+    ownerUntil: r.owner_until,
   };
 }
 

@@ -27,6 +27,10 @@ export interface SessionRecord {
   terminationReason: string | null;
   createdAt: number;
   closedAt: number | null;
+  /** Gateway replica id holding the session (`claimSession`), null before the first claim. */
+  owner: string | null;
+  /** When the owner's claim lapses unless renewed (ms since the epoch), null with no owner. */
+  ownerUntil: number | null;
 }
 
 /** One model call committed to a chain: the prompt tokens it appended and what it sampled. */

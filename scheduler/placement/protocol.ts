@@ -1,0 +1,71 @@
+/**
+ * The placement service's HTTP API (scheduler/placement/service.ts), shared by the service and its
+ * client (remote-router.ts). Calls carry the prompt's chained block hashes and token counts, never
+ * the token ids. Every body is bounded: a call of the longest context a model serves is a few
+ * megabytes of hashes at most.
+ */
+import { z } from 'zod';
+
+/** Most blocks one call may carry: 8M tokens at the default 64 tokens per block. */
+export const MAX_BLOCKS = 131_072;
+/** Bytes of one request body the service reads. */
+export const BODY_LIMIT_BYTES = 4 * 1024 * 1024;
+
+const Name = z.string().min(1).max(256);
+const Tokens = z.number().int().nonnegative().max(2 ** 31);
+const Blocks = z.array(z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER)).max(MAX_BLOCKS);
+const PlacementId = z.string().min(1).max(64);
+
+/** One model call to place, hashed by the caller. */
+export const CallBody = z.object({
+  chainId: z.string().min(1).max(512),
+  blocks: Blocks,
+  /** Must equal the service's block size: hashes of other block sizes never match its index. */
+  blockSize: z.number().int().positive().max(1 << 16),
+  promptTokens: Tokens,
+  expectedOutputTokens: Tokens,
+  home: Name.optional(),
+});
+export type CallBody = z.infer<typeof CallBody>;
+
+/** `POST /v1/acquire`: the call's first placement; held (long poll) while no engine has room. */
+export const AcquireBody = CallBody;
+/** `POST /v1/place`: a failover, at once, avoiding the engines the call failed on. */
+export const PlaceBody = CallBody.extend({ exclude: z.array(Name).max(1_024) });
+/** `POST /v1/finished`: the call ended; `blocks` (prompt + output) are now cached on its engine. */
+export const FinishedBody = z.object({ id: PlacementId, outputTokens: Tokens, blocks: Blocks });
+/** `POST /v1/failed`: the call failed; `engineDown` when the engine never answered. */
+export const FailedBody = z.object({ id: PlacementId, engineDown: z.boolean() });
+/** `POST /v1/renew`: the caller's placements still in flight (unrenewed ones lapse). */
+export const RenewBody = z.object({ ids: z.array(PlacementId).max(100_000) });
+/** `POST /v1/sessions/forget`: the session makes no more calls; its reservations go. */
+export const ForgetBody = z.object({ sessionId: z.string().min(1).max(512) });
+
+/** The answer to acquire and place: null when no engine can take the call. */
+export const PlacementAnswer = z.object({
+  placement: z.object({ id: PlacementId, instance: Name }).nullable(),
+  /** A placement not renewed for this long is released by the service, ms. */
+  leaseMs: z.number().int().positive(),
+});
+export type PlacementAnswer = z.infer<typeof PlacementAnswer>;
+
+/** `GET /v1/instances`: engine health and what admission holds on each engine. */
+export const InstancesAnswer = z.object({
+  blockSize: z.number().int().positive(),
+  maxAttempts: z.number().int().positive(),
+  /** Calls held for want of KV memory. */
+  waiting: z.number().int().nonnegative(),
+  instances: z
+    .array(
+      z.object({
+        name: Name,
+        healthy: z.boolean(),
+        kvCapacityTokens: Tokens,
+        inFlightRequests: Tokens,
+        reservedTokens: Tokens,
+        admittedChains: Tokens,
+      }),
+    )
+    .max(4_096),
+});
+export type InstancesAnswer = z.infer<typeof InstancesAnswer>;

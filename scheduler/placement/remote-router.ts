@@ -1,0 +1,203 @@
+import type { z } from 'zod';
+import type { RegisteredInstance } from '../registry.js';
+import { IncrementalHasher } from '../routing/block-hash.js';
+import { createRouter, ROUTING_DEFAULTS, type CallRouter, type Placement, type RouteCall, type Router, type RoutingOptions } from '../router.js';
+import { InstancesAnswer, PlacementAnswer, type CallBody } from './protocol.js';
+
+export interface RemoteRouterOptions {
+  /** The placement service's base URL (`gateway.placementUrl`). */
+  url: string;
+  /** Bearer token of the service. */
+  token: string;
+  /** The engines, for the local fallback router and the health view while the service is down. */
+  engines: readonly RegisteredInstance[];
+  /** The same `routing.*` as the service runs (block size, attempts, the fallback's policy). Default `{}`. */
+  routing?: RoutingOptions;
+  /** After the service failed a call, calls are routed locally for this long before it is asked again, ms. Default 5,000. */
+  retryAfterMs?: number;
+  /** Where degradation and recovery are reported. Default `console.warn`. */
+  log?: (line: string) => void;
+}
+
+/** The service answered with an error status. */
+export class PlacementServiceError extends Error {
+  override name = 'PlacementServiceError';
+}
+
+/** A placement made by the service, or by the local fallback while the service was unreachable. */
+type RemotePlacement =
+  | { readonly instance: string; readonly via: 'service'; readonly id: string; readonly chainId: string; readonly promptIds: readonly number[] }
+  | { readonly instance: string; readonly via: 'local'; readonly placement: Placement };
+
+/**
+ * The router a gateway replica uses with `gateway.placementUrl`: every placement is asked of the
+ * shared placement service (service.ts), so KV admission holds across replicas. Prompts are hashed
+ * here, per chain and incrementally, exactly as `createRouter` does, and only the hashes and token
+ * counts travel. A held acquire is one long-poll request: aborting it drops the held call in the
+ * service. When the service cannot be reached (or fails), calls are routed by a local router over
+ * the same engines and it is logged: degraded (each replica admits on its own) but never stalled.
+ */
+export class RemoteRouter implements CallRouter {
+  readonly maxAttempts: number;
+  readonly registry: CallRouter['registry'];
+  private readonly local: Router;
+  private readonly hasher: IncrementalHasher;
+  private readonly blockSize: number;
+  private readonly retryAfterMs: number;
+  private readonly log: (line: string) => void;
+  /** Service placements in flight here, renewed so the service keeps them. */
+  private readonly outstanding = new Set<string>();
+  /** Engine health as the service last reported it. */
+  private readonly health = new Map<string, boolean>();
+  private localUntil = 0;
+  private degraded = false;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: RemoteRouterOptions) {
+    const routing = { ...ROUTING_DEFAULTS, ...options.routing };
+    this.maxAttempts = routing.maxAttempts;
+    this.blockSize = routing.blockSize;
+    this.retryAfterMs = options.retryAfterMs ?? 5_000;
+    this.log = options.log ?? ((line) => console.warn(line));
+    this.hasher = new IncrementalHasher({ blockSize: this.blockSize });
+    this.local = createRouter(options.engines, options.routing);
+    const local = this.local;
+    this.registry = {
+      get names() {
+        return local.registry.names;
+      },
+      isHealthy: (name) => (this.degraded ? local.registry.isHealthy(name) : (this.health.get(name) ?? local.registry.isHealthy(name))),
+    };
+  }
+
+  /**
+   * Starts the fallback's health checks, and every `healthIntervalMs` renews the service
+   * placements in flight and reads engine health from the service (keep it below a third of the
+   * service's lease).
+   */
+  start(): void {
+    this.local.start();
+    const interval = this.options.routing?.healthIntervalMs ?? ROUTING_DEFAULTS.healthIntervalMs;
+    this.timer = setInterval(() => void this.tick(), interval);
+    this.timer.unref();
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.local.close();
+  }
+
+  async acquire(call: RouteCall, signal?: AbortSignal): Promise<RemotePlacement | undefined> {
+    if (this.serviceUp()) {
+      try {
+        return this.fromService(call, await this.post('/v1/acquire', this.body(call), PlacementAnswer, signal));
+      } catch (error) {
+        if (signal?.aborted) return undefined;
+        this.degrade(error);
+      }
+    }
+    return this.fromLocal(await this.local.acquire(call, signal));
+  }
+
+  async place(call: RouteCall, exclude: ReadonlySet<string> = new Set()): Promise<RemotePlacement | undefined> {
+    if (this.serviceUp()) {
+      try {
+        return this.fromService(call, await this.post('/v1/place', { ...this.body(call), exclude: [...exclude] }, PlacementAnswer));
+      } catch (error) {
+        this.degrade(error);
+      }
+    }
+    return this.fromLocal(this.local.place(call, exclude));
+  }
+
+  finished(placement: RemotePlacement, sampledIds: readonly number[]): void {
+    if (placement.via === 'local') return this.local.finished(placement.placement, sampledIds);
+    this.outstanding.delete(placement.id);
+    const blocks = sampledIds.length > 0 ? [...this.hasher.hashes(placement.chainId, [...placement.promptIds, ...sampledIds])] : [];
+    this.notify('/v1/finished', { id: placement.id, outputTokens: sampledIds.length, blocks });
+  }
+
+  failed(placement: RemotePlacement, engineDown: boolean): void {
+    if (placement.via === 'local') return this.local.failed(placement.placement, engineDown);
+    this.outstanding.delete(placement.id);
+    this.notify('/v1/failed', { id: placement.id, engineDown });
+  }
+
+  forgetSession(sessionId: string): void {
+    this.local.forgetSession(sessionId);
+    if (this.serviceUp()) this.notify('/v1/sessions/forget', { sessionId });
+  }
+
+  private body(call: RouteCall): CallBody {
+    return {
+      chainId: call.chainId,
+      blocks: [...this.hasher.hashes(call.chainId, call.promptIds)],
+      blockSize: this.blockSize,
+      promptTokens: call.promptIds.length,
+      expectedOutputTokens: call.expectedOutputTokens,
+      home: call.home,
+    };
+  }
+
+  private fromService(call: RouteCall, answer: PlacementAnswer): RemotePlacement | undefined {
+    this.recovered();
+    if (!answer.placement) return undefined;
+    this.outstanding.add(answer.placement.id);
+    return { via: 'service', instance: answer.placement.instance, id: answer.placement.id, chainId: call.chainId, promptIds: call.promptIds };
+  }
+
+  private fromLocal(placement: Placement | undefined): RemotePlacement | undefined {
+    return placement && { via: 'local', instance: placement.instance, placement };
+  }
+
+  private serviceUp(): boolean {
+    return Date.now() >= this.localUntil;
+  }
+
+  private degrade(error: unknown): void {
+    this.localUntil = Date.now() + this.retryAfterMs;
+    if (!this.degraded) this.log(`placement service ${this.options.url} failed (${(error as Error).message}): routing locally, admission per replica`);
+    this.degraded = true;
+  }
+
+  private recovered(): void {
+    if (this.degraded) this.log(`placement service ${this.options.url} is back: routing through it`);
+    this.degraded = false;
+  }
+
+  /** A call whose answer nobody waits for (an end, a forget); a loss is repaired by the lease. */
+  private notify(path: string, body: object): void {
+    this.postOnly(path, body).catch((error: unknown) => this.log(`placement service ${path} failed: ${(error as Error).message}`));
+  }
+
+  private async tick(): Promise<void> {
+    try {
+      if (this.outstanding.size > 0) await this.postOnly('/v1/renew', { ids: [...this.outstanding] });
+      const answer = await this.get('/v1/instances', InstancesAnswer);
+      for (const i of answer.instances) this.health.set(i.name, i.healthy);
+      this.recovered();
+    } catch (error) {
+      this.degrade(error);
+    }
+  }
+
+  private async get<T>(path: string, schema: z.ZodType<T>): Promise<T> {
+    return schema.parse(JSON.parse(await this.send(path, { method: 'GET' })));
+  }
+
+  private async post<T>(path: string, body: object, schema: z.ZodType<T>, signal?: AbortSignal): Promise<T> {
+    return schema.parse(JSON.parse(await this.postOnly(path, body, signal)));
+  }
+
+  private postOnly(path: string, body: object, signal?: AbortSignal): Promise<string> {
+    return this.send(path, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' }, signal });
+  }
+
+  /** The answer's text; an error status throws. */
+  private async send(path: string, init: RequestInit): Promise<string> {
+    const response = await fetch(`${this.options.url}${path}`, { ...init, headers: { ...init.headers, authorization: `Bearer ${this.options.token}` } });
+    const text = await response.text();
+    if (!response.ok) throw new PlacementServiceError(`${path} answered ${response.status}: ${text.slice(0, 300)}`);
+    return text;
+  }
+}

@@ -1,0 +1,215 @@
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
+import type { RegisteredInstance } from '../registry.js';
+import { createRouter, ROUTING_DEFAULTS, type RequestPlacement, type Router, type RoutingOptions } from '../router.js';
+import {
+  AcquireBody,
+  BODY_LIMIT_BYTES,
+  FailedBody,
+  FinishedBody,
+  ForgetBody,
+  PlaceBody,
+  RenewBody,
+  type CallBody,
+  type InstancesAnswer,
+  type PlacementAnswer,
+} from './protocol.js';
+
+export interface PlacementServiceOptions {
+  engines: readonly RegisteredInstance[];
+  /** The router's configuration (`routing.*`), as a gateway would run it in-process. Default `{}`. */
+  routing?: RoutingOptions;
+  /** Interface to listen on. Default 127.0.0.1. */
+  host?: string;
+  /** Port; 0 picks a free one. Default 0. */
+  port?: number;
+  /** Bearer token every caller sends (the gateways' admin token). */
+  token: string;
+  /** A placement whose caller stops renewing it (a gateway that died) is released after this, ms. Default 15,000. */
+  leaseMs?: number;
+  /** Log requests (pino). Default false. */
+  logger?: boolean;
+}
+
+export interface PlacementService {
+  url: string;
+  /** The router every gateway replica places through. */
+  router: Router;
+  close(): Promise<void>;
+}
+
+export const PLACEMENT_DEFAULTS = { host: '127.0.0.1', port: 0, leaseMs: 15_000 } as const;
+
+export class PlacementAuthError extends Error {
+  override name = 'PlacementAuthError';
+  readonly status = 401;
+}
+
+export class PlacementRequestError extends Error {
+  override name = 'PlacementRequestError';
+  readonly status = 400;
+}
+
+export class UnknownPlacementError extends Error {
+  override name = 'UnknownPlacementError';
+  readonly status = 404;
+}
+
+type PlacementErrors = PlacementAuthError | PlacementRequestError | UnknownPlacementError;
+
+function parse<T>(schema: z.ZodType<T>, body: unknown): T {
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) throw new PlacementRequestError(z.prettifyError(parsed.error));
+  return parsed.data;
+}
+
+function sameSecret(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** Fires when the caller goes away before its answer was sent (an aborted acquire). */
+function callerGone(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
+/** Placements handed out and not ended yet, each released unless its caller renews it. */
+class PlacementBook {
+  private readonly held = new Map<string, { placement: RequestPlacement; expiresAt: number }>();
+
+  constructor(
+    private readonly router: Router,
+    private readonly leaseMs: number,
+  ) {}
+
+  add(placement: RequestPlacement): string {
+    const id = randomUUID();
+    this.held.set(id, { placement, expiresAt: Date.now() + this.leaseMs });
+    return id;
+  }
+
+  /** Ends a placement; throws for one unknown (ended already, or lapsed). */
+  take(id: string): RequestPlacement {
+    const entry = this.held.get(id);
+    if (!entry) throw new UnknownPlacementError(`no placement ${id} (ended, or lapsed unrenewed)`);
+    this.held.delete(id);
+    return entry.placement;
+  }
+
+  /** Extends the given placements; returns the ids it does not hold. */
+  renew(ids: readonly string[]): string[] {
+    const expiresAt = Date.now() + this.leaseMs;
+    return ids.filter((id) => {
+      const entry = this.held.get(id);
+      if (entry) entry.expiresAt = expiresAt;
+      return !entry;
+    });
+  }
+
+  /** Releases lapsed placements as failed calls that did not take their engine down. */
+  sweep(): void {
+    const now = Date.now();
+    for (const [id, entry] of this.held) {
+      if (entry.expiresAt > now) continue;
+      this.held.delete(id);
+      this.router.failed(entry.placement, false);
+    }
+  }
+}
+
+/** The service's routes, an encapsulated plugin with its own auth and error envelope. */
+function placementRoutes(router: Router, book: PlacementBook, token: string, options: { blockSize: number; leaseMs: number }) {
+  return async (app: FastifyInstance) => {
+    app.setErrorHandler((error: PlacementErrors | Error, _request: FastifyRequest, reply: FastifyReply) => {
+      const status = 'status' in error ? error.status : ((error as { statusCode?: number }).statusCode ?? 500);
+      return reply.code(status).send({ error: { message: error.message, type: error.name } });
+    });
+    app.addHook('onRequest', async (request) => {
+      if (!sameSecret(request.headers.authorization ?? '', `Bearer ${token}`)) throw new PlacementAuthError('placement token required');
+    });
+    const requestOf = (call: CallBody) => {
+      if (call.blockSize !== options.blockSize) {
+        throw new PlacementRequestError(`blockSize ${call.blockSize} differs from the service's ${options.blockSize} (routing.blockSize)`);
+      }
+      return call;
+    };
+    const answer = (placement: RequestPlacement | undefined): PlacementAnswer => ({
+      placement: placement ? { id: book.add(placement), instance: placement.instance } : null,
+      leaseMs: options.leaseMs,
+    });
+
+    app.post('/v1/acquire', async (request, reply) => {
+      const call = requestOf(parse(AcquireBody, request.body));
+      const gone = callerGone(reply);
+      const placement = await router.admit(call, gone);
+      // The caller left as the call was let through: nobody will end it, so it ends here.
+      if (placement && gone.aborted) {
+        router.failed(placement, false);
+        return reply;
+      }
+      return answer(placement);
+    });
+    app.post('/v1/place', async (request) => {
+      const { exclude, ...call } = parse(PlaceBody, request.body);
+      return answer(router.placeRequest(requestOf(call), new Set(exclude)));
+    });
+    app.post('/v1/finished', async (request, reply) => {
+      const body = parse(FinishedBody, request.body);
+      router.ended(book.take(body.id), body.outputTokens, body.blocks);
+      return reply.code(204).send();
+    });
+    app.post('/v1/failed', async (request, reply) => {
+      const body = parse(FailedBody, request.body);
+      router.failed(book.take(body.id), body.engineDown);
+      return reply.code(204).send();
+    });
+    app.post('/v1/renew', async (request) => ({ unknown: book.renew(parse(RenewBody, request.body).ids) }));
+    app.post('/v1/sessions/forget', async (request, reply) => {
+      router.forgetSession(parse(ForgetBody, request.body).sessionId);
+      return reply.code(204).send();
+    });
+    app.get('/v1/instances', async (): Promise<InstancesAnswer> => ({
+      blockSize: options.blockSize,
+      maxAttempts: router.maxAttempts,
+      waiting: router.waiting,
+      instances: router.registry.views().map((v) => ({
+        name: v.name,
+        healthy: v.healthy,
+        kvCapacityTokens: Number.isFinite(v.kvCapacityTokens) ? v.kvCapacityTokens : 2 ** 31,
+        inFlightRequests: v.inFlightRequests,
+        ...router.admission(v.name),
+      })),
+    }));
+  };
+}
+
+/**
+ * The one placement every gateway replica asks (`gateway.placementUrl`): the router of
+ * scheduler/router.ts (health checks, metrics scrapes, prefix index, token-level KV admission)
+ * behind HTTP, so the working sets admitted to an engine fit its memory however many gateways
+ * send calls. Placements are leased: those of a gateway that died are released after `leaseMs`.
+ */
+export async function startPlacementService(options: PlacementServiceOptions): Promise<PlacementService> {
+  const { host, port, leaseMs } = { ...PLACEMENT_DEFAULTS, ...options };
+  const router = createRouter(options.engines, options.routing);
+  const book = new PlacementBook(router, leaseMs);
+  const app = Fastify({ logger: options.logger ?? false, bodyLimit: BODY_LIMIT_BYTES });
+  await app.register(placementRoutes(router, book, options.token, { blockSize: options.routing?.blockSize ?? ROUTING_DEFAULTS.blockSize, leaseMs }));
+  const sweeper = setInterval(() => book.sweep(), Math.max(1, Math.floor(leaseMs / 3)));
+  sweeper.unref();
+  app.addHook('onClose', async () => {
+    clearInterval(sweeper);
+    await router.close();
+  });
+  router.start();
+  await app.listen({ host, port });
+  const address = app.server.address();
+  const url = `http://${host}:${typeof address === 'object' && address ? address.port : port}`;
+  return { url, router, close: () => app.close() };
+}

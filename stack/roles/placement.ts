@@ -1,0 +1,46 @@
+import os from 'node:os';
+import type { ReplicaOptions } from '../../gateway/replica/options.js';
+import { RemoteRouter } from '../../scheduler/placement/remote-router.js';
+import { startPlacementService, type PlacementService } from '../../scheduler/placement/service.js';
+import { createRouter, type CallRouter } from '../../scheduler/router.js';
+import type { InstanceConfig } from '../../scheduler/instances.js';
+import type { Config } from '../config.js';
+import { gatewayAdminToken } from '../secrets.js';
+import { configuredInstances } from './engines.js';
+
+/**
+ * `rollout placement`: the placement service every gateway replica of this configuration routes
+ * through (`gateway.placementUrl`), on `gateway.placementHost:placementPort`, over the configured
+ * engines with `routing.*`, behind the gateways' admin token.
+ */
+export function startPlacementRole(config: Config): Promise<PlacementService> {
+  return startPlacementService({
+    engines: configuredInstances(config),
+    routing: config.routing,
+    host: config.gateway.placementHost,
+    port: config.gateway.placementPort,
+    token: gatewayAdminToken(config),
+  });
+}
+
+/** The router of a gateway replica: the placement service when `gateway.placementUrl` is set, else in-process. */
+export function gatewayRouter(config: Config, engines: readonly InstanceConfig[]): CallRouter {
+  const url = config.gateway.placementUrl;
+  return url ? new RemoteRouter({ url, token: gatewayAdminToken(config), engines, routing: config.routing }) : createRouter(engines, config.routing);
+}
+
+/** A gateway replica's identity and timings from `gateway.*`. */
+export function gatewayReplica(config: Config): ReplicaOptions {
+  const g = config.gateway;
+  return {
+    id: g.replicaId ?? `${os.hostname()}:${g.port}`,
+    advertiseUrl: g.advertiseUrl ?? undefined,
+    sessionOwnershipTtlMs: g.sessionOwnershipTtlMs,
+    policyPollMs: g.policyPollMs,
+  };
+}
+
+/** The gateway replicas a client of this configuration calls: `gateway.urls`, else the one gateway. */
+export function gatewayUrls(config: Config, gatewayUrl: string): string[] {
+  return config.gateway.urls.length > 0 ? config.gateway.urls : [gatewayUrl];
+}
