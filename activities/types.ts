@@ -114,6 +114,8 @@ export interface BatchRequest {
   limits?: Partial<EpisodeLimits>;
   /** Sampling parameters; each missing key takes its default. */
   sampling?: Partial<Sampling>;
+  /** How long a dead host's work and cleanup may wait; each missing key takes its default. */
+  timeouts?: Partial<EpisodeTimeouts>;
   /**
    * Continue-as-new once the batch's history has this many events, so a 10,000-episode batch never
    * nears Temporal's 51,200-event limit. Default 8,000.

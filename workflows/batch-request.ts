@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
-import type { BatchInput, BatchRequest, EpisodeLimits, Sampling } from '../activities/types.js';
+import type { BatchInput, BatchRequest, EpisodeLimits, EpisodeTimeouts, Sampling } from '../activities/types.js';
+import { EPISODE_TIMEOUT_DEFAULTS } from './episode-timeouts.js';
 
 /**
  * Defaults of a BatchRequest, applied inside the batch workflow so a trainer starting it by name
@@ -15,6 +16,7 @@ export const BATCH_DEFAULTS = {
   staleAction: 'drop',
   limits: { maxTurns: 30, maxContextTokens: 32_768, maxWallTimeMs: 30 * 60 * 1000, maxInfraAttempts: 3, commandTimeoutMs: 60_000 },
   sampling: { temperature: 1, topP: 1, maxTokens: 4096 },
+  timeouts: EPISODE_TIMEOUT_DEFAULTS,
 } as const satisfies Omit<BatchInput, 'batchId' | 'taskIds' | 'n'>;
 
 /** Re-runs of one sample found stale before it is dropped anyway, so a fast-moving policy cannot stall a batch. */
@@ -62,6 +64,7 @@ export function resolveBatchRequest(request: BatchRequest, workflowId: string): 
     check(request.filterUniformGroups === undefined || typeof request.filterUniformGroups === 'boolean', 'filterUniformGroups must be a boolean');
     const limits: EpisodeLimits = merged<EpisodeLimits>(BATCH_DEFAULTS.limits, request.limits, 'limits');
     const sampling: Sampling = merged<Sampling>(BATCH_DEFAULTS.sampling, request.sampling, 'sampling');
+    const timeouts: EpisodeTimeouts = merged<EpisodeTimeouts>(BATCH_DEFAULTS.timeouts, request.timeouts, 'timeouts');
     return {
       batchId: request.batchId ?? workflowId,
       taskSource: request.taskSource ?? BATCH_DEFAULTS.taskSource,
@@ -72,6 +75,7 @@ export function resolveBatchRequest(request: BatchRequest, workflowId: string): 
       filterUniformGroups: request.filterUniformGroups ?? BATCH_DEFAULTS.filterUniformGroups,
       limits,
       sampling,
+      timeouts,
       continueAfterEvents: request.continueAfterEvents ?? BATCH_DEFAULTS.continueAfterEvents,
       maxStaleness: request.maxStaleness ?? BATCH_DEFAULTS.maxStaleness,
       staleAction: request.staleAction ?? BATCH_DEFAULTS.staleAction,

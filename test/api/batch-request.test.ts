@@ -16,6 +16,7 @@ describe('the batch request a trainer sends by name', () => {
       staleAction: 'drop',
       limits: config.limits,
       sampling: config.sampling,
+      timeouts: { scheduleToStartMs: config.worker.scheduleToStartMs, cleanupWindowMs: config.worker.cleanupWindowMs },
     });
   });
 
@@ -28,6 +29,7 @@ describe('the batch request a trainer sends by name', () => {
     expect(input.batchId).toBe('b');
     expect(input.limits).toEqual({ ...BATCH_DEFAULTS.limits, maxTurns: 3 });
     expect(input.sampling).toEqual({ ...BATCH_DEFAULTS.sampling, temperature: 0 });
+    expect(resolveBatchRequest({ taskIds: ['a'], n: 1, timeouts: { scheduleToStartMs: 10_000 } }, 'wf').timeouts).toEqual({ ...BATCH_DEFAULTS.timeouts, scheduleToStartMs: 10_000 });
     expect(input).toMatchObject({ staleAction: 'rerun', maxStaleness: 1 });
   });
 

@@ -1,5 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import { tableFromIPC } from 'apache-arrow';
+import pg from 'pg';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -48,6 +49,7 @@ let manifest: BatchManifest;
 let mostLeasesOnOneEngine = 0;
 let leaseSamples = 0;
 let killedAt: BatchProgress | undefined;
+let storeUrl: string;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -60,7 +62,7 @@ describe.skipIf(!built)('a batch across hosts on Temporal + PostgreSQL + S3, wit
     s3 = await startS3Server({ dataDir: path.join(root, 's3'), port: await freePort() });
     await s3.createBucket(BUCKET);
     engines = await startTestEngines({ count: 2, wanderProbability: 0.4, timeScale: 0.02 });
-    const storeUrl = await freshDatabase();
+    storeUrl = await freshDatabase();
     store = await openStore(storeUrl);
     const s3Options = { endpoint: s3.endpoint, region: s3.region, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey };
     artifacts = openArtifactStore(`s3://${BUCKET}/batches`, { s3: s3Options });
@@ -91,7 +93,7 @@ describe.skipIf(!built)('a batch across hosts on Temporal + PostgreSQL + S3, wit
     const g1 = gateway('gateway-1', ports.g1);
     const g2 = gateway('gateway-2', ports.g2);
     await Promise.all([g1.waitFor(/gateway listening/), g2.waitFor(/gateway listening/)]);
-    const api = start('api', 'api', { api: { port: ports.api }, gateway: { url: gatewayUrls[1] } });
+    const api = start('api', 'api', { api: { port: ports.api }, gateway: { urls: gatewayUrls } });
     const worker = (name: string) => start(name, 'worker', { worker: { ...common.worker, hostId: name }, gateway: { urls: gatewayUrls } });
     const workerA = worker('host-a');
     const workerB = worker('host-b');
@@ -128,7 +130,14 @@ describe.skipIf(!built)('a batch across hosts on Temporal + PostgreSQL + S3, wit
     }
     await workerA.kill();
     await g1.kill();
-    manifest = await handle.result();
+    const killed = Date.now();
+    const watch = setInterval(() => {
+      void handle.query(progressQuery).then(
+        (p) => console.log(`multi-host: +${Math.round((Date.now() - killed) / 1000)} s after the kills: ${p.done} done, ${p.running} running`),
+        () => undefined,
+      );
+    }, 15_000);
+    manifest = await handle.result().finally(() => clearInterval(watch));
     sampling = false;
     await sampler;
   }, 900_000);
@@ -164,6 +173,29 @@ describe.skipIf(!built)('a batch across hosts on Temporal + PostgreSQL + S3, wit
     for (const row of await episodeRows(store, episodes)) expected.set(row.episode_id, (expected.get(row.episode_id) ?? 0) + 1);
     expect(expected.size).toBe(TASKS.length * N);
     expect(delivered).toEqual(expected);
+  });
+
+  it('lost work to the kills and recovered it: attempts restarted, sessions taken over', async () => {
+    const db = new pg.Client({ connectionString: storeUrl });
+    await db.connect();
+    try {
+      const sessions = await db.query<{ attempts: string; retried: string; owners: string[] }>(
+        `SELECT COUNT(*) AS attempts, COUNT(*) FILTER (WHERE attempt > 0) AS retried, ARRAY_AGG(DISTINCT owner) AS owners
+         FROM sessions WHERE episode_id LIKE $1`,
+        [`${batchId}/%`],
+      );
+      const { attempts, retried, owners } = sessions.rows[0]!;
+      console.log(
+        `multi-host: killed host-a and gateway-1 at ${killedAt!.done}/${TASKS.length * N} episodes done; ` +
+          `${attempts} sessions for ${TASKS.length * N} episodes (${retried} restarted attempts); owners ${owners.join(', ')}; ` +
+          `${leaseSamples} lease samples, at most ${mostLeasesOnOneEngine} of ${SLOTS} slots on one engine`,
+      );
+      // Host A held sandboxes when it died: their episodes restarted on host B.
+      expect(Number(retried)).toBeGreaterThan(0);
+      expect(owners).toContain('gateway-2');
+    } finally {
+      await db.end();
+    }
   });
 
   it('never admitted more episodes to an engine than its slots, and leaves no lease', async () => {
