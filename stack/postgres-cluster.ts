@@ -2,6 +2,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync, openSync, readdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { stopChild } from './child-process.js';
 
 export interface PostgresClusterOptions {
   /** Directory of the cluster (created by initdb when empty); the server log goes beside it. */
@@ -110,12 +111,8 @@ export async function startPostgresCluster(options: PostgresClusterOptions): Pro
     },
     async stop() {
       if (exited) return;
-      const done = new Promise<void>((resolve) => child.once('exit', () => resolve()));
       // SIGINT: fast shutdown (active connections are ended).
-      child.kill('SIGINT');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await done;
-      clearTimeout(timer);
+      await stopChild(child, 'SIGINT', 10_000);
     },
   };
 }

@@ -5,6 +5,7 @@ import { existsSync, mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PROJECT_ROOT } from './temporal-binary.js';
+import { stopChild } from './child-process.js';
 
 export interface S3ServerOptions {
   /** Directory for the objects (`<dataDir>/objects`, one folder per bucket) and the server log. */
@@ -106,11 +107,7 @@ export async function startS3Server(options: S3ServerOptions): Promise<S3Server>
     async stop() {
       client.destroy();
       if (exited) return;
-      const done = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await done;
-      clearTimeout(timer);
+      await stopChild(child, 'SIGTERM', 10_000);
     },
   };
 }

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SEARCH_ATTRIBUTES } from '../workflows/search-attributes.js';
 import { findTemporalBinary } from './temporal-binary.js';
+import { stopChild } from './child-process.js';
 
 export interface DevServerOptions {
   /** Directory for the SQLite file and the server log. */
@@ -79,11 +80,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     uiUrl: options.uiPort > 0 ? `http://127.0.0.1:${options.uiPort}` : null,
     async stop() {
       if (exited) return;
-      const done = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await done;
-      clearTimeout(timer);
+      await stopChild(child, 'SIGTERM', 10_000);
       rmSync(pidFile, { force: true });
     },
   };

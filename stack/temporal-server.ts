@@ -9,6 +9,7 @@ import { SEARCH_ATTRIBUTES } from '../workflows/search-attributes.js';
 import type { PostgresCluster } from './postgres-cluster.js';
 import { freePort, freePortIn } from './ports.js';
 import { findTemporalServerTools, type TemporalServerTools } from './temporal-binary.js';
+import { stopChild } from './child-process.js';
 
 export interface TemporalServerOptions {
   /** Directory for the server's configuration, log and pid file (the state lives in PostgreSQL). */
@@ -110,11 +111,7 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
     address,
     async stop() {
       if (exited) return;
-      const done = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      await done;
-      clearTimeout(timer);
+      await stopChild(child, 'SIGTERM', 15_000);
       rmSync(pidFile, { force: true });
     },
   };

@@ -111,6 +111,8 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
           terminationReason: null,
           createdAt: expect.any(Number),
           closedAt: null,
+          owner: null,
+          ownerUntil: null,
         });
         expect(first.createdAt).toBeGreaterThanOrEqual(before);
         const retried = await store.createSession({ sessionId: 's-create', key: 'k-create', episodeId: 'e1', attempt: 1, info: { ...INFO, taskId: 'other' } });
@@ -144,6 +146,7 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect(await store.claimSession(sessionId, 'gw-b', 1_000, t0 + 1_010)).toBe(true);
         expect(await store.claimSession(sessionId, 'gw-a', 1_000, t0 + 1_020)).toBe(false);
         expect(await store.claimSession('no-such-session', 'gw-a', 1_000, t0)).toBe(false);
+        expect(await store.getSession(sessionId)).toMatchObject({ owner: 'gw-b', ownerUntil: t0 + 2_010 });
       });
 
       it("renews the owner's open sessions only", async () => {

@@ -14,7 +14,7 @@ import {
   type ReportRow,
   type SessionRow,
   type TurnRow,
-} from './postgres-rows.js';
+} from './rows.js';
 import {
   StoreConflictError,
   type AdmissionCandidate,

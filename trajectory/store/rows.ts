@@ -1,4 +1,4 @@
-// Rows as the PostgreSQL store reads them (BIGINT arrives as a number: see `postgres.ts`).
+// Rows as both backends read them (PostgreSQL's BIGINT arrives as a number: see `postgres.ts`).
 import { unpackFloat32, unpackInt32 } from '../codec.js';
 import type { EpisodeRecord, Registration, SessionInfo, SessionRecord, StoredReport, StoredTurn } from './types.js';
 
@@ -43,7 +43,8 @@ export interface TurnRow {
   prompt_delta: Buffer;
   sampled: Buffer;
   logprobs: Buffer;
-  sampled_versions: Buffer;
+  /** NULL in SQLite rows written before per-token versions: every token took `version`. */
+  sampled_versions: Buffer | null;
   finish_reason: string;
   cached_tokens: number;
   version: number;
@@ -51,27 +52,29 @@ export interface TurnRow {
   messages_json: string;
   reply_json: string;
   tools_json: string | null;
-  rolled_back: boolean;
+  /** SQLite keeps it as 0 or 1, PostgreSQL as a boolean. */
+  rolled_back: boolean | number;
 }
 
 export function toTurn(r: TurnRow): StoredTurn {
+  const sampled = unpackInt32(r.sampled);
   return {
     sessionId: r.session_id,
     chainIndex: r.chain_index,
     seq: r.seq,
     turnIndex: r.turn_index,
     promptDelta: unpackInt32(r.prompt_delta),
-    sampled: unpackInt32(r.sampled),
+    sampled,
     logprobs: unpackFloat32(r.logprobs),
     finishReason: r.finish_reason,
     cachedTokens: r.cached_tokens,
     version: r.version,
-    sampledVersions: unpackInt32(r.sampled_versions),
+    sampledVersions: r.sampled_versions ? unpackInt32(r.sampled_versions) : sampled.map(() => r.version),
     tLlmS: r.t_llm_s,
     messagesJson: r.messages_json,
     replyJson: r.reply_json,
     toolsJson: r.tools_json,
-    rolledBack: r.rolled_back,
+    rolledBack: r.rolled_back === true || r.rolled_back === 1,
   };
 }
 
