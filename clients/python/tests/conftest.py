@@ -51,12 +51,17 @@ class DevStack:
     log: Path
 
     @property
+    def api_token(self) -> str:
+        """The batch API's bearer token, minted in the data dir by `rollout dev` (stack/paths.ts)."""
+        return (self.data_dir / "api-token").read_text().strip()
+
+    @property
     def store(self) -> Path:
         """The gateway's trajectory store (stack/paths.ts)."""
         return self.data_dir / "trajectories.sqlite"
 
     def client(self) -> RolloutClient:
-        return asyncio.run(RolloutClient.connect(self.temporal_address, task_queue=TASK_QUEUE, api_url=self.api_url))
+        return asyncio.run(RolloutClient.connect(self.temporal_address, task_queue=TASK_QUEUE, api_url=self.api_url, api_token=self.api_token))
 
 
 @dataclass(frozen=True)
