@@ -176,6 +176,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"`npx rollout dev` did not become ready:\n{text}")
             time.sleep(0.2)
+        # `rollout dev` says where it minted the API token (never the token itself).
+        assert f"API token: {data_dir / 'api-token'}" in text, text
         yield DevStack(f"127.0.0.1:{temporal_port}", api_url, data_dir, log)
     finally:
         _stop(proc, data_dir)
