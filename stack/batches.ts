@@ -10,7 +10,7 @@ import type { batchWorkflow } from '../workflows/batch.js';
 import { boundViolation } from '../workflows/batch-bounds.js';
 import { ID_RULE, isSafeId } from '../workflows/ids.js';
 import { progressQuery } from '../workflows/queries.js';
-import type { Config } from './config.js';
+import { episodeLimits, type Config } from './config.js';
 
 /** A batch as the CLI and the HTTP API ask for it; what is left out comes from the configuration. */
 export interface BatchSpec {
@@ -93,7 +93,7 @@ export async function buildBatchInput(config: Config, request: BatchSpec): Promi
     agentName: request.agent,
     concurrency: request.concurrency ?? config.batch.concurrency,
     filterUniformGroups: request.filterUniformGroups ?? config.batch.filterUniformGroups,
-    limits: { ...config.limits, ...request.limits },
+    limits: { ...episodeLimits(config), ...request.limits },
     sampling: { ...config.sampling, ...request.sampling },
     timeouts: { scheduleToStartMs: config.worker.scheduleToStartMs, cleanupWindowMs: config.worker.cleanupWindowMs },
     continueAfterEvents: config.batch.continueAfterEvents,

@@ -7,6 +7,8 @@ import { ROUTER_POLICY_NAMES, ROUTING_DEFAULTS } from '../scheduler/router.js';
 import { EPISODE_TIMEOUT_DEFAULTS } from '../workflows/episode-timeouts.js';
 import { BOUND_DEFAULTS, type BatchBounds } from '../workflows/batch-bounds.js';
 import { REPLICA_DEFAULTS } from '../gateway/replica/options.js';
+import { GATEWAY_OUTAGE_DEFAULT_MS } from '../gateway/client/outage.js';
+import type { EpisodeLimits } from '../activities/types.js';
 
 /** A bound of `bounds.*`: positive, and at most its default, which the batch workflow enforces. */
 const bound = (key: keyof BatchBounds) => z.number().int().positive().max(BOUND_DEFAULTS[key]).default(BOUND_DEFAULTS[key]);
@@ -196,6 +198,12 @@ export const ConfigSchema = z
         maxWallTimeMs: z.number().int().positive().default(30 * 60 * 1000),
         maxInfraAttempts: z.number().int().positive().default(3),
         commandTimeoutMs: z.number().int().positive().default(60_000),
+        /**
+         * How long the gateway may be unreachable (a restart) before an activity that needs it ends
+         * the episode's attempt; until then model calls, session opens and closes, and black-box
+         * agents' connections wait and retry. Worker configuration, not an episode limit. Default 90000.
+         */
+        gatewayOutageMs: z.number().int().positive().default(GATEWAY_OUTAGE_DEFAULT_MS),
       })
       .prefault({}),
     sampling: z
@@ -321,6 +329,12 @@ export const ConfigSchema = z
   })
   .strict();
 export type Config = z.infer<typeof ConfigSchema>;
+
+/** The episode limits of `limits` (what travels in each episode's input): all but the worker's `gatewayOutageMs`. */
+export function episodeLimits(config: Config): EpisodeLimits {
+  const { gatewayOutageMs: _worker, ...episode } = config.limits;
+  return episode;
+}
 
 export class ConfigError extends Error {
   override name = 'ConfigError';

@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { ConfigSchema } from '../../stack/config.js';
+import { ConfigSchema, episodeLimits } from '../../stack/config.js';
 import { BOUND_DEFAULTS } from '../../workflows/batch-bounds.js';
 import { BATCH_DEFAULTS, isStale, resolveBatchRequest } from '../../workflows/batch-request.js';
 
@@ -15,7 +15,7 @@ describe('the batch request a trainer sends by name', () => {
       continueAfterEvents: config.batch.continueAfterEvents,
       maxStaleness: null,
       staleAction: 'drop',
-      limits: config.limits,
+      limits: episodeLimits(config),
       sampling: config.sampling,
       timeouts: { scheduleToStartMs: config.worker.scheduleToStartMs, cleanupWindowMs: config.worker.cleanupWindowMs },
     });
