@@ -116,7 +116,7 @@ beforeAll(async () => {
     info: { batchId: 'fuzz', taskId: 'fuzz', groupId: 'fuzz', episodeIndex: 0, agentName: 'fuzz', homeInstance: 'sim-0', budgets: { maxTurns: 1_000_000, maxContextTokens: 1, maxWallTimeMs: 600_000 }, sampling: { temperature: 1, topP: 1, maxTokens: 16 } },
   });
   heapBefore = heapUsed();
-  await fuzz({ sessionKey: key as string, adminToken: ADMIN_TOKEN, apiToken: API_TOKEN, batchId });
+  await fuzz({ sessionKey: key as string, adminToken: ADMIN_TOKEN, apiToken: API_TOKEN, batchId, maxBodyBytes: MAX_BODY_BYTES });
   await admin('/admin/v1/sessions/fuzz-session/close', { reason: 'fuzz done' });
   heapAfter = heapUsed();
   phase('fuzz done');

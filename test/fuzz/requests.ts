@@ -22,6 +22,8 @@ export interface FuzzTargets {
   apiToken: string;
   /** The batch running beside the fuzz: read-only routes only. */
   batchId: string;
+  /** Both servers' body limit: an oversized request sends one byte more. */
+  maxBodyBytes: number;
 }
 
 const SHELL = { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] };
@@ -216,9 +218,21 @@ function rawRequest(rng: Prng, targets: FuzzTargets): FuzzRequest {
   return { kind: `raw ${target}`, target, method: 'POST', path, headers: {}, raw: Buffer.from(rng.pick(lines), 'latin1') };
 }
 
-/** The next request of a seeded run: protocol routes most, then the API, the admin routes and raw HTTP. */
+/** A JSON body one byte over the limit, to a protocol route or an API route that takes a body. */
+function oversizeRequest(rng: Prng, targets: FuzzTargets): FuzzRequest {
+  const target = rng.chance(0.6) ? 'gateway' : 'api';
+  const path = target === 'gateway' ? rng.pick(PROTOCOL_ROUTES) : rng.pick(['/v1/batches', `/v1/batches/${targets.batchId}/logprobs`]);
+  const auth = target === 'gateway' ? targets.sessionKey : targets.apiToken;
+  const head = '{"messages":"';
+  const tail = '"}';
+  const body = Buffer.from(head + 'x'.repeat(targets.maxBodyBytes + 1 - head.length - tail.length) + tail);
+  return { kind: `oversize ${target}`, target, method: 'POST', path, headers: { authorization: `Bearer ${auth}`, 'content-type': 'application/json' }, body };
+}
+
+/** The next request of a seeded run: protocol routes most, then the API, the admin routes, raw HTTP and oversized bodies. */
 export function generateRequest(rng: Prng, targets: FuzzTargets): FuzzRequest {
   const roll = rng.next();
+  if (roll < 0.01) return oversizeRequest(rng, targets);
   if (roll < 0.55) return protocolRequest(rng, targets);
   if (roll < 0.8) return apiRequest(rng, targets);
   if (roll < 0.93) return adminRequest(rng, targets);
