@@ -84,12 +84,12 @@ export const Name = z.string().max(REQUEST_LIMITS.maxNameChars);
 
 /**
  * Replaces the app's JSON body parser with one that refuses too-deep bodies before `JSON.parse`,
- * then parses as Fastify does (prototype-poisoning keys rejected). Register it on the root instance
- * before any route: encapsulated plugins inherit it, so the error goes through each route's own
- * error handler and envelope.
+ * then parses as Fastify's default does (`__proto__` and `constructor.prototype` keys rejected).
+ * Register it on the root instance before any route: encapsulated plugins inherit it, so the error
+ * goes through each route's own error handler and envelope.
  */
 export function installJsonParser(app: FastifyInstance, maxDepth: number = REQUEST_LIMITS.maxJsonDepth): void {
-  const parse = app.getDefaultJsonParser('error', 'ignore');
+  const parse = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = body as string;
