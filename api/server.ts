@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { timingSafeEqual } from 'node:crypto';
 import { GatewayAdminClient } from '../activities/gateway-admin.js';
-import { installJsonParser } from '../gateway/limits.js';
+import { clientErrorHandler, installJsonParser } from '../gateway/limits.js';
 import type { Config } from '../stack/config.js';
 import type { ArtifactStore, BatchDataStore } from '../trajectory/index.js';
 import { BatchService } from './batch-service.js';
@@ -40,7 +40,11 @@ function sameToken(given: string, expected: string): boolean {
  * generated from the same schemas.
  */
 export function buildApiServer(deps: ApiDeps): FastifyInstance {
-  const app = Fastify({ logger: false, bodyLimit: deps.config.api.maxBodyBytes });
+  const app = Fastify({
+    logger: false,
+    bodyLimit: deps.config.api.maxBodyBytes,
+    clientErrorHandler: clientErrorHandler((_status, message) => ({ error: { type: 'invalid_request', message } })),
+  });
   installJsonParser(app);
   const token = deps.token;
   if (token) {

@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { z } from 'zod';
 
 /**
@@ -96,4 +98,22 @@ export function installJsonParser(app: FastifyInstance, maxDepth: number = REQUE
     if (exceedsJsonDepth(text, maxDepth)) return done(new JsonTooDeepError('the request body', maxDepth), undefined);
     parse(request, text, done);
   });
+}
+
+/**
+ * Fastify's `clientErrorHandler` for requests Node cannot parse as HTTP (headers over 16 KiB,
+ * malformed request lines, bad chunked encoding): the answer Fastify's default gives (408, 431 or
+ * 400, then the connection closes), in the server's own error envelope. Which route was meant is
+ * not known yet, so the gateway answers in OpenAI's envelope on every path.
+ */
+export function clientErrorHandler(envelope: (status: number, message: string) => object): (error: Error & { code?: string }, socket: Duplex) => void {
+  return (error, socket) => {
+    if (error.code === 'ECONNRESET' || socket.destroyed) return;
+    const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+    const body = JSON.stringify(envelope(status, `${STATUS_CODES[status]} (${error.code ?? 'client error'})`));
+    if (socket.writable) {
+      socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${body}`);
+    }
+    socket.destroy(error);
+  };
 }

@@ -3,7 +3,7 @@ import os from 'node:os';
 import { createRouter, type CallRouter } from '../scheduler/router.js';
 import type { Store } from '../trajectory/index.js';
 import { registerAdminRoutes } from './admin.js';
-import { GATEWAY_MAX_BODY_BYTES, installJsonParser } from './limits.js';
+import { clientErrorHandler, GATEWAY_MAX_BODY_BYTES, installJsonParser } from './limits.js';
 import { sessionKeyOf } from './auth.js';
 import { BackendError, type Backend } from './backends/backend.js';
 import { createBackend } from './backends/index.js';
@@ -127,7 +127,11 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
       },
     },
   };
-  const app = Fastify({ logger: options.logger ?? false, bodyLimit: options.maxBodyBytes ?? GATEWAY_MAX_BODY_BYTES });
+  const app = Fastify({
+    logger: options.logger ?? false,
+    bodyLimit: options.maxBodyBytes ?? GATEWAY_MAX_BODY_BYTES,
+    clientErrorHandler: clientErrorHandler((_status, message) => ({ error: { message, type: 'invalid_request_error', param: null, code: null } })),
+  });
   installJsonParser(app);
   app.addHook('onListen', async () => {
     await registration.start(replica.advertiseUrl ?? listenUrl(app));

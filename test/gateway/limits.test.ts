@@ -154,6 +154,7 @@ describe('limits on the protocol routes', () => {
     expect(await admin.json()).toMatchObject({ error: { type: 'invalid_request_error' } });
     const headers = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'x-big': 'h'.repeat(64 * 1024) }, body: '{}' });
     expect(headers.status).toBe(431);
+    expect(await headers.json()).toMatchObject(openAiEnvelope);
   });
 
   it('stays healthy after all of it', async () => {
