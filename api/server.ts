@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { timingSafeEqual } from 'node:crypto';
 import { GatewayAdminClient } from '../activities/gateway-admin.js';
+import { clientErrorHandler, installJsonParser } from '../gateway/limits.js';
 import type { Config } from '../stack/config.js';
 import type { ArtifactStore, BatchDataStore } from '../trajectory/index.js';
 import { BatchService } from './batch-service.js';
@@ -9,9 +10,6 @@ import { ApiError } from './errors.js';
 import { openApiDocument } from './openapi.js';
 import { registerRoute } from './route.js';
 import { apiRoutes } from './routes.js';
-
-/** Largest request body: log-probs of a large batch are long JSON arrays. */
-const BODY_LIMIT_BYTES = 256 * 1024 * 1024;
 
 export interface ApiDeps {
   config: Config;
@@ -42,7 +40,12 @@ function sameToken(given: string, expected: string): boolean {
  * generated from the same schemas.
  */
 export function buildApiServer(deps: ApiDeps): FastifyInstance {
-  const app = Fastify({ logger: false, bodyLimit: BODY_LIMIT_BYTES });
+  const app = Fastify({
+    logger: false,
+    bodyLimit: deps.config.api.maxBodyBytes,
+    clientErrorHandler: clientErrorHandler((_status, message) => ({ error: { type: 'invalid_request', message } })),
+  });
+  installJsonParser(app);
   const token = deps.token;
   app.addHook('onRequest', async (request, reply) => {
     if (OPEN_PATHS.has(request.url.split('?')[0]!)) return;

@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import { z } from 'zod';
+import { Name } from './limits.js';
 import { MAX_POLICY_VERSION, PolicyVersionError, type PolicyControl } from './policy/policy-control.js';
 import { LOCAL_SCOPE, type PolicyFanOut } from './policy/fan-out.js';
 import { GatewayError } from './session/errors.js';
@@ -9,16 +10,16 @@ import type { SessionManager } from './session/session-manager.js';
 import type { CallRouter } from '../scheduler/router.js';
 
 const OpenSessionBody = z.object({
-  sessionId: z.string().min(1),
-  episodeId: z.string().min(1),
+  sessionId: Name.min(1),
+  episodeId: Name.min(1),
   attempt: z.number().int().nonnegative(),
   info: z.object({
-    batchId: z.string(),
-    taskId: z.string(),
-    groupId: z.string(),
+    batchId: Name,
+    taskId: Name,
+    groupId: Name,
     episodeIndex: z.number().int().nonnegative(),
-    agentName: z.string(),
-    homeInstance: z.string(),
+    agentName: Name,
+    homeInstance: Name,
     budgets: z.object({
       maxTurns: z.number().int().positive(),
       maxContextTokens: z.number().int().positive(),
@@ -33,7 +34,7 @@ const OpenSessionBody = z.object({
 });
 export type OpenSessionBody = z.infer<typeof OpenSessionBody>;
 
-const CloseSessionBody = z.object({ reason: z.string().min(1) });
+const CloseSessionBody = z.object({ reason: Name.min(1) });
 const PauseBody = z.object({ mode: z.enum(['finish', 'abort']) });
 const ResumeBody = z.object({ version: z.number().int().nonnegative().max(MAX_POLICY_VERSION) });
 /** `?scope=local`: act on this replica only (another replica's fan-out); default: on every replica. */

@@ -3,6 +3,7 @@ import os from 'node:os';
 import { createRouter, type CallRouter } from '../scheduler/router.js';
 import type { Store } from '../trajectory/index.js';
 import { registerAdminRoutes } from './admin.js';
+import { clientErrorHandler, GATEWAY_MAX_BODY_BYTES, installJsonParser } from './limits.js';
 import { sessionKeyOf } from './auth.js';
 import { BackendError, type Backend } from './backends/backend.js';
 import { createBackend } from './backends/index.js';
@@ -48,6 +49,8 @@ export interface GatewayOptions {
   replica?: ReplicaOptions;
   /** Where replica events go (takeovers, unreachable replicas, failed renewals). Default `console.warn`. */
   log?: (line: string) => void;
+  /** Largest request body; a larger one answers 413. Default 16 MiB (`GATEWAY_MAX_BODY_BYTES`). */
+  maxBodyBytes?: number;
 }
 
 /** The URL a listening server is reached at (a wildcard address is named by the host name). */
@@ -124,7 +127,12 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
       },
     },
   };
-  const app = Fastify({ logger: options.logger ?? false, bodyLimit: 64 * 1024 * 1024 });
+  const app = Fastify({
+    logger: options.logger ?? false,
+    bodyLimit: options.maxBodyBytes ?? GATEWAY_MAX_BODY_BYTES,
+    clientErrorHandler: clientErrorHandler((_status, message) => ({ error: { message, type: 'invalid_request_error', param: null, code: null } })),
+  });
+  installJsonParser(app);
   app.addHook('onListen', async () => {
     await registration.start(replica.advertiseUrl ?? listenUrl(app));
   });
@@ -135,6 +143,9 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     await router.close();
   });
   app.setErrorHandler(openAiErrorHandler);
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({ error: { message: `no route ${request.method} ${request.url}`, type: 'invalid_request_error', param: null, code: 'not_found' } }),
+  );
   app.head('/', async (_request, reply) => reply.code(200).send());
   app.get('/health', async () => ({ status: 'ok', sessions: 'ready' }));
   const protocolAffinity = sessionAffinity(affinity, (request) => {

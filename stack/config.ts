@@ -12,6 +12,7 @@ import type { EpisodeLimits } from '../activities/types.js';
 
 /** A bound of `bounds.*`: positive, and at most its default, which the batch workflow enforces. */
 const bound = (key: keyof BatchBounds) => z.number().int().positive().max(BOUND_DEFAULTS[key]).default(BOUND_DEFAULTS[key]);
+import { API_MAX_BODY_BYTES, GATEWAY_MAX_BODY_BYTES } from '../gateway/limits.js';
 
 const Engine = z.object({
   /** Unique instance name. */
@@ -92,6 +93,8 @@ export const ConfigSchema = z
         policyPollMs: z.number().int().positive().default(REPLICA_DEFAULTS.policyPollMs),
         /** The placement service every replica routes through. Default null: the router runs in-process. */
         placementUrl: z.string().url().nullable().default(null),
+        /** Largest request body the gateway reads; a larger one answers 413. Default 16777216 (16 MiB). */
+        maxBodyBytes: z.number().int().positive().default(GATEWAY_MAX_BODY_BYTES),
         /** Interface the placement service (`rollout placement`) listens on. Default 127.0.0.1. */
         placementHost: z.string().default('127.0.0.1'),
         /** Port of the placement service; 0 picks a free one. Default 8310. */
@@ -121,6 +124,8 @@ export const ConfigSchema = z
          * with a shared store it must be given.
          */
         token: z.string().min(1).nullable().default(null),
+        /** Largest request body the API reads; a larger one answers 413. Default 67108864 (64 MiB). */
+        maxBodyBytes: z.number().int().positive().default(API_MAX_BODY_BYTES),
       })
       .prefault({}),
     /** Where trajectory group files go: readable from every host that serves the API or exports. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Name, REQUEST_LIMITS, Text } from '../limits.js';
 
 /**
  * Anthropic Messages request schemas. Objects strip unknown fields (`cache_control`, `metadata`,
@@ -6,30 +7,30 @@ import { z } from 'zod';
  * tool inputs and sampling bounds are checked because a wrong value there would change the tokens.
  */
 
-const TextBlock = z.object({ type: z.literal('text'), text: z.string() });
+const TextBlock = z.object({ type: z.literal('text'), text: Text });
 const ImageBlock = z.object({ type: z.literal('image') });
 const DocumentBlock = z.object({ type: z.literal('document') });
 const ToolResultBlock = z.object({
   type: z.literal('tool_result'),
-  tool_use_id: z.string(),
+  tool_use_id: Name,
   content: z
     .union([
-      z.string(),
-      z.array(z.discriminatedUnion('type', [TextBlock, ImageBlock, DocumentBlock])),
+      Text,
+      z.array(z.discriminatedUnion('type', [TextBlock, ImageBlock, DocumentBlock])).max(REQUEST_LIMITS.maxParts),
     ])
     .optional(),
   is_error: z.boolean().optional(),
 });
 const ToolUseBlock = z.object({
   type: z.literal('tool_use'),
-  id: z.string(),
-  name: z.string().min(1),
+  id: Name,
+  name: Name.min(1),
   input: z.record(z.string(), z.unknown()),
 });
 const ThinkingBlock = z.object({
   type: z.literal('thinking'),
-  thinking: z.string(),
-  signature: z.string().optional(),
+  thinking: Text,
+  signature: Text.optional(),
 });
 const RedactedThinkingBlock = z.object({ type: z.literal('redacted_thinking') });
 
@@ -47,30 +48,30 @@ export type ToolResultBlock = z.infer<typeof ToolResultBlock>;
 
 export const MessageIn = z.object({
   role: z.enum(['user', 'assistant', 'system']),
-  content: z.union([z.string(), z.array(ContentBlock)]),
+  content: z.union([Text, z.array(ContentBlock).max(REQUEST_LIMITS.maxParts)]),
 });
 export type MessageIn = z.infer<typeof MessageIn>;
 
 /** Custom tools have no `type` or `type: "custom"`; anything else is a server tool. */
 const ToolIn = z.object({
-  type: z.string().optional(),
-  name: z.string().min(1),
-  description: z.string().optional(),
+  type: Name.optional(),
+  name: Name.min(1),
+  description: Text.optional(),
   input_schema: z.record(z.string(), z.unknown()).optional(),
 });
 export type ToolIn = z.infer<typeof ToolIn>;
 
 const OutputFormat = z.object({
-  type: z.string(),
+  type: Name,
   schema: z.record(z.string(), z.unknown()).optional(),
 });
 export type OutputFormat = z.infer<typeof OutputFormat>;
 
 const PromptFields = {
-  model: z.string().optional(),
-  system: z.union([z.string(), z.array(TextBlock)]).optional(),
-  messages: z.array(MessageIn).min(1),
-  tools: z.array(ToolIn).optional(),
+  model: Name.optional(),
+  system: z.union([Text, z.array(TextBlock).max(REQUEST_LIMITS.maxParts)]).optional(),
+  messages: z.array(MessageIn).min(1).max(REQUEST_LIMITS.maxMessages),
+  tools: z.array(ToolIn).max(REQUEST_LIMITS.maxTools).optional(),
 };
 
 export const MessagesRequest = z.object({

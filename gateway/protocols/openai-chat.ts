@@ -10,14 +10,15 @@ import type { AssistantMessage, TurnResult } from '../session/turn-runner.js';
 import { runTurn } from '../session/turn-runner.js';
 import { TURN_HEADER, turnPositionOf } from '../session/replay.js';
 import type { GatewayDeps } from '../deps.js';
+import { JsonText, Name, REQUEST_LIMITS, Text } from '../limits.js';
 
-const TextPart = z.object({ type: z.string(), text: z.string().optional() }).passthrough();
-const Content = z.union([z.string(), z.array(TextPart), z.null()]).optional();
+const TextPart = z.object({ type: Name, text: Text.optional() }).passthrough();
+const Content = z.union([Text, z.array(TextPart).max(REQUEST_LIMITS.maxParts), z.null()]).optional();
 const ToolCallIn = z
   .object({
-    id: z.string().optional(),
+    id: Name.optional(),
     type: z.literal('function').optional(),
-    function: z.object({ name: z.string(), arguments: z.string() }).passthrough(),
+    function: z.object({ name: Name, arguments: JsonText }).passthrough(),
   })
   .passthrough();
 const MessageIn = z.discriminatedUnion('role', [
@@ -26,17 +27,17 @@ const MessageIn = z.discriminatedUnion('role', [
     .object({
       role: z.literal('assistant'),
       content: Content,
-      reasoning_content: z.string().nullish(),
-      tool_calls: z.array(ToolCallIn).nullish(),
+      reasoning_content: Text.nullish(),
+      tool_calls: z.array(ToolCallIn).max(REQUEST_LIMITS.maxParts).nullish(),
     })
     .passthrough(),
-  z.object({ role: z.literal('tool'), content: Content, tool_call_id: z.string().optional() }).passthrough(),
+  z.object({ role: z.literal('tool'), content: Content, tool_call_id: Name.optional() }).passthrough(),
 ]);
 const ToolIn = z
   .object({
     type: z.literal('function'),
     function: z
-      .object({ name: z.string().min(1), description: z.string().optional(), parameters: z.record(z.string(), z.unknown()).optional() })
+      .object({ name: Name.min(1), description: Text.optional(), parameters: z.record(z.string(), z.unknown()).optional() })
       .passthrough(),
   })
   .passthrough();
@@ -44,9 +45,9 @@ const ToolIn = z
 /** OpenAI Chat Completions request: lenient on extra fields, strict on what shapes the tokens. */
 export const ChatCompletionRequest = z
   .object({
-    model: z.string().optional(),
-    messages: z.array(MessageIn).min(1),
-    tools: z.array(ToolIn).optional(),
+    model: Name.optional(),
+    messages: z.array(MessageIn).min(1).max(REQUEST_LIMITS.maxMessages),
+    tools: z.array(ToolIn).max(REQUEST_LIMITS.maxTools).optional(),
     tool_choice: z.unknown().optional(),
     max_tokens: z.number().int().positive().nullish(),
     max_completion_tokens: z.number().int().positive().nullish(),

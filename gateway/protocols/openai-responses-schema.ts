@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { JsonText, Name, REQUEST_LIMITS, Text } from '../limits.js';
 
 /**
  * OpenAI Responses request schema. Lenient on fields that do not shape the prompt (`store`,
@@ -6,9 +7,10 @@ import { z } from 'zod';
  * on the ones that do: roles, call ids, names and argument strings.
  */
 
-const TextPart = z.object({ type: z.string(), text: z.string().optional() }).passthrough();
+const TextPart = z.object({ type: Name, text: Text.optional() }).passthrough();
+const TextParts = z.array(TextPart).max(REQUEST_LIMITS.maxParts);
 /** A message or tool output: a string, or parts of which only the text ones reach the model. */
-const Content = z.union([z.string(), z.array(TextPart)]);
+const Content = z.union([Text, TextParts]);
 
 const MessageItem = z
   .object({ type: z.literal('message'), role: z.enum(['user', 'assistant', 'system', 'developer']), content: Content })
@@ -16,29 +18,29 @@ const MessageItem = z
 const ReasoningItem = z
   .object({
     type: z.literal('reasoning'),
-    summary: z.array(TextPart).nullish(),
-    content: z.array(TextPart).nullish(),
-    encrypted_content: z.string().nullish(),
+    summary: TextParts.nullish(),
+    content: TextParts.nullish(),
+    encrypted_content: Text.nullish(),
   })
   .passthrough();
 const FunctionCallItem = z
   .object({
     type: z.literal('function_call'),
-    call_id: z.string(),
-    name: z.string().min(1),
+    call_id: Name,
+    name: Name.min(1),
     /** Set by the API for tools of a `namespace` tool. */
-    namespace: z.string().nullish(),
-    arguments: z.string(),
+    namespace: Name.nullish(),
+    arguments: JsonText,
   })
   .passthrough();
 const FunctionCallOutputItem = z
-  .object({ type: z.literal('function_call_output'), call_id: z.string(), output: Content })
+  .object({ type: z.literal('function_call_output'), call_id: Name, output: Content })
   .passthrough();
 const CustomToolCallItem = z
-  .object({ type: z.literal('custom_tool_call'), call_id: z.string(), name: z.string().min(1), input: z.string() })
+  .object({ type: z.literal('custom_tool_call'), call_id: Name, name: Name.min(1), input: Text })
   .passthrough();
 const CustomToolCallOutputItem = z
-  .object({ type: z.literal('custom_tool_call_output'), call_id: z.string(), output: Content })
+  .object({ type: z.literal('custom_tool_call_output'), call_id: Name, output: Content })
   .passthrough();
 
 /** Reports a nested schema's issues at their place in the request. */
@@ -65,7 +67,7 @@ const KNOWN_ITEM_TYPES: ReadonlySet<string> = new Set(KnownItem.options.map((o) 
  * reach the prompt, and rejecting them would stop the client.
  */
 export const InputItem = z
-  .object({ type: z.string().optional() })
+  .object({ type: Name.optional() })
   .passthrough()
   .transform((item, ctx): InputItem => {
     const type = item.type ?? 'message';
@@ -79,26 +81,26 @@ export const InputItem = z
 const FunctionTool = z
   .object({
     type: z.literal('function'),
-    name: z.string().min(1),
-    description: z.string().nullish(),
+    name: Name.min(1),
+    description: Text.nullish(),
     parameters: z.record(z.string(), z.unknown()).nullish(),
   })
   .passthrough();
 const CustomTool = z
   .object({
     type: z.literal('custom'),
-    name: z.string().min(1),
-    description: z.string().nullish(),
-    format: z.object({ type: z.string(), syntax: z.string().optional(), definition: z.string().optional() }).passthrough().nullish(),
+    name: Name.min(1),
+    description: Text.nullish(),
+    format: z.object({ type: Name, syntax: Name.optional(), definition: Text.optional() }).passthrough().nullish(),
   })
   .passthrough();
 const NamespaceChild = z.discriminatedUnion('type', [FunctionTool, CustomTool]);
 const NamespaceTool = z
   .object({
     type: z.literal('namespace'),
-    name: z.string().min(1),
-    description: z.string().nullish(),
-    tools: z.array(z.object({ type: z.string() }).passthrough()),
+    name: Name.min(1),
+    description: Text.nullish(),
+    tools: z.array(z.object({ type: Name }).passthrough()).max(REQUEST_LIMITS.maxTools),
   })
   .passthrough();
 
@@ -128,7 +130,7 @@ function namespaceChildren(tools: { type: string }[], ctx: z.RefinementCtx): (Fu
  * cannot run, dropped rather than rejected.
  */
 export const ToolIn = z
-  .object({ type: z.string() })
+  .object({ type: Name })
   .passthrough()
   .transform((tool, ctx): ToolIn => {
     const schema = tool.type === 'function' ? FunctionTool : tool.type === 'custom' ? CustomTool : tool.type === 'namespace' ? NamespaceTool : undefined;
@@ -144,13 +146,13 @@ export const ToolIn = z
 
 export const ResponsesRequest = z
   .object({
-    model: z.string().optional(),
+    model: Name.optional(),
     /** A string is one user message. */
-    input: z.preprocess((input) => (typeof input === 'string' ? [{ type: 'message', role: 'user', content: input }] : input), z.array(InputItem)),
-    instructions: z.string().nullish(),
-    tools: z.array(ToolIn).nullish(),
+    input: z.preprocess((input) => (typeof input === 'string' ? [{ type: 'message', role: 'user', content: input }] : input), z.array(InputItem).max(REQUEST_LIMITS.maxMessages)),
+    instructions: Text.nullish(),
+    tools: z.array(ToolIn).max(REQUEST_LIMITS.maxTools).nullish(),
     tool_choice: z.unknown().optional(),
-    previous_response_id: z.string().min(1).nullish(),
+    previous_response_id: Name.min(1).nullish(),
     max_output_tokens: z.number().int().positive().nullish(),
     temperature: z.number().min(0).max(2).nullish(),
     top_p: z.number().gt(0).max(1).nullish(),

@@ -34,7 +34,7 @@ export function startGateway(config: Config, shared: { store?: Store; codec?: Co
       store = own;
     }
     const router = gatewayRouter(config, engines);
-    const gateway = await buildGateway({ codec, store, engines, modelName: config.model.name, adminToken, router, replica: gatewayReplica(config) });
+    const gateway = await buildGateway({ codec, store, engines, modelName: config.model.name, adminToken, router, replica: gatewayReplica(config), maxBodyBytes: config.gateway.maxBodyBytes });
     stops.push(() => gateway.close());
     const url = await listenUrl(gateway, config.gateway.host, config.gateway.port);
     return { url, isAvailable: (instance: string) => router.registry.isHealthy(instance) };
