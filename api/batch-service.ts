@@ -2,10 +2,11 @@ import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@tempor
 import type { BatchManifest, BatchProgress, FinishedGroupsAnswer } from '../activities/types.js';
 import { BatchRequestError, buildBatchInput, startBatch, type BatchSpec } from '../stack/batches.js';
 import type { Config } from '../stack/config.js';
+import type { ArtifactStore } from '../trajectory/index.js';
 import { TaskLoadError } from '../tasks/loader.js';
 import { MAX_GROUPS_PER_ANSWER } from '../workflows/batch-request.js';
 import type { batchWorkflow } from '../workflows/batch.js';
-import { progressQuery } from '../workflows/queries.js';
+import { manifestQuery, progressQuery } from '../workflows/queries.js';
 import { finishedGroupsUpdate } from '../workflows/updates.js';
 import { BatchNotFoundError, BatchStateError, InvalidRequestError } from './errors.js';
 
@@ -28,6 +29,8 @@ export class BatchService {
   constructor(
     private readonly client: Client,
     private readonly config: Config,
+    /** Where the manifests too large for a workflow result are (`manifest_uri`). */
+    private readonly artifacts: ArtifactStore,
   ) {}
 
   private handle(batchId: string): WorkflowHandle<typeof batchWorkflow> {
@@ -69,8 +72,18 @@ export class BatchService {
     );
   }
 
-  manifest(batchId: string): Promise<BatchManifest> {
-    return this.handle(batchId).result();
+  /**
+   * The manifest of a batch that has ended: a completed batch's result, a cancelled batch's
+   * `manifest` query answer (it ends cancelled, without a result); a manifest too large for a
+   * workflow result is read whole from its `manifest_uri`.
+   */
+  async manifest(batchId: string): Promise<BatchManifest> {
+    const status = await this.status(batchId);
+    const handle = this.handle(batchId);
+    const manifest = status === 'cancelled' ? await handle.query(manifestQuery) : status === 'completed' ? await handle.result() : null;
+    if (!manifest) throw new BatchStateError(`batch ${batchId} ended without a manifest (${status})`);
+    if (!manifest.manifest_uri) return manifest;
+    return JSON.parse(Buffer.from(await this.artifacts.get(manifest.manifest_uri)).toString('utf8')) as BatchManifest;
   }
 
   /**
@@ -83,7 +96,7 @@ export class BatchService {
     const deadline = Date.now() + timeoutS * 1000;
     for (;;) {
       const status = await this.status(batchId);
-      if (status === 'completed') {
+      if (status === 'completed' || status === 'cancelled') {
         const manifest = await this.manifest(batchId);
         const groups = manifest.groups.slice(after, after + MAX_GROUPS_PER_ANSWER);
         const next = after + groups.length;
