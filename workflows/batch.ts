@@ -133,6 +133,7 @@ export async function batchWorkflow(request: BatchRequest, carry?: BatchCarry): 
     setCurrentDetails(`**${done} / ${total}** episodes ended (${state.episodesOk} ok, ${state.episodesFailed} failed), ${running} running; ${listed} / ${tasks} groups finished`);
   };
 
+  showProgress();
   setHandler(progressQuery, (): BatchProgress => ({
     batchId,
     total,
