@@ -7,8 +7,8 @@ import type { BatchManifest, FinishedGroup, GroupFailure, GroupStatus, ManifestF
  * 2 MB; a larger manifest is written to the artifact store and the result points at it.
  */
 export const MANIFEST_INLINE_MAX_BYTES = 512 * 1024;
-/** Samples (rewards plus failures) in one `batchGroups` answer at most, so an answer stays far below the payload limit. */
-export const MAX_SAMPLES_PER_ANSWER = 8_192;
+/** JSON bytes of the groups of one `batchGroups` answer at most (one group is always there), far below the payload limit. */
+export const MAX_ANSWER_BYTES = 512 * 1024;
 /** Groups read from the store in one query while a manifest is assembled. */
 const PAGE = 256;
 
@@ -56,17 +56,20 @@ export interface FinishGroupInput {
 /** Activities that keep a batch's per-episode state in the store instead of in the workflow. */
 export function createBatchResultActivities(deps: { store: Store; artifacts: ArtifactStore }) {
   const { store } = deps;
-  /** Finished groups from finish position `from` on, at most `maxGroups` and about `MAX_SAMPLES_PER_ANSWER` samples (always one). */
+  /** Finished groups from finish position `from` on: at most `maxGroups`, about `MAX_ANSWER_BYTES` of them (always one). */
   const groupsFrom = async (batchId: string, from: number, maxGroups: number): Promise<FinishedGroup[]> => {
-    const records: BatchGroupRecord[] = [];
-    let samples = 0;
-    for (const g of await store.listBatchGroups(batchId, from, maxGroups)) {
-      if (records.length > 0 && samples + g.nRequested > MAX_SAMPLES_PER_ANSWER) break;
-      records.push(g);
-      samples += g.nRequested;
+    const records = await store.listBatchGroups(batchId, from, maxGroups);
+    const results = new Map<string, BatchResult[]>(records.map((g) => [g.groupId, []]));
+    for (const r of await store.listBatchResults(batchId, records.map((g) => g.groupId))) results.get(r.groupId)!.push(r);
+    const groups: FinishedGroup[] = [];
+    let bytes = 0;
+    for (const record of records) {
+      const group = finishedGroupOf(record, results.get(record.groupId)!);
+      bytes += JSON.stringify(group).length;
+      if (groups.length > 0 && bytes > MAX_ANSWER_BYTES) break;
+      groups.push(group);
     }
-    const results = await store.listBatchResults(batchId, records.map((g) => g.groupId));
-    return records.map((g) => finishedGroupOf(g, results.filter((r) => r.groupId === g.groupId)));
+    return groups;
   };
 
   return {

@@ -1,12 +1,13 @@
 import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
 import type { BatchManifest, BatchProgress, FinishedGroupsAnswer } from '../activities/types.js';
 import { BatchRequestError, buildBatchInput, startBatch, type BatchSpec } from '../stack/batches.js';
+import { endedBatchManifest } from '../stack/batch-manifest.js';
 import type { Config } from '../stack/config.js';
 import type { ArtifactStore } from '../trajectory/index.js';
 import { TaskLoadError } from '../tasks/loader.js';
 import { MAX_GROUPS_PER_ANSWER } from '../workflows/batch-request.js';
 import type { batchWorkflow } from '../workflows/batch.js';
-import { manifestQuery, progressQuery } from '../workflows/queries.js';
+import { progressQuery } from '../workflows/queries.js';
 import { finishedGroupsUpdate } from '../workflows/updates.js';
 import { BatchNotFoundError, BatchStateError, InvalidRequestError } from './errors.js';
 
@@ -72,18 +73,11 @@ export class BatchService {
     );
   }
 
-  /**
-   * The manifest of a batch that has ended: a completed batch's result, a cancelled batch's
-   * `manifest` query answer (it ends cancelled, without a result); a manifest too large for a
-   * workflow result is read whole from its `manifest_uri`.
-   */
+  /** The manifest of a batch that has ended (completed or cancelled), whole. */
   async manifest(batchId: string): Promise<BatchManifest> {
     const status = await this.status(batchId);
-    const handle = this.handle(batchId);
-    const manifest = status === 'cancelled' ? await handle.query(manifestQuery) : status === 'completed' ? await handle.result() : null;
-    if (!manifest) throw new BatchStateError(`batch ${batchId} ended without a manifest (${status})`);
-    if (!manifest.manifest_uri) return manifest;
-    return JSON.parse(Buffer.from(await this.artifacts.get(manifest.manifest_uri)).toString('utf8')) as BatchManifest;
+    if (status !== 'completed' && status !== 'cancelled') throw new BatchStateError(`batch ${batchId} ended without a manifest (${status})`);
+    return endedBatchManifest(this.handle(batchId), this.artifacts);
   }
 
   /**

@@ -7,6 +7,7 @@ import { blackBoxAgentNames, isBlackBoxAgent } from '../agents/presets/index.js'
 import { builtinPackDir, loadTasks } from '../tasks/loader.js';
 import type { batchWorkflow } from '../workflows/batch.js';
 import { progressQuery } from '../workflows/queries.js';
+import { endedBatchManifest } from './batch-manifest.js';
 import type { Config } from './config.js';
 
 /** A batch as the CLI and the HTTP API ask for it; what is left out comes from the configuration. */
@@ -89,7 +90,7 @@ export async function startBatch(client: Client, config: Config, input: BatchInp
 }
 
 /**
- * Waits for the manifest, calling `onProgress` about once a second. A query needs a live worker
+ * Waits for the manifest (see `endedBatchManifest`), calling `onProgress` about once a second. A query needs a live worker
  * and may hang while none polls (one crashed, the next is starting), so each one is bounded and
  * never delays noticing the result.
  */
@@ -98,7 +99,7 @@ export async function followBatch(
   onProgress: (p: BatchProgress) => void,
   intervalMs = 1_000,
 ): Promise<BatchManifest> {
-  const result = handle.result();
+  const result = endedBatchManifest(handle);
   let finished = false;
   const settled = result.then(
     () => (finished = true),
