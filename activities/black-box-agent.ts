@@ -22,6 +22,8 @@ export interface BlackBoxAgentDeps {
   tasks: { get(source: string, taskId: string): Promise<Task> };
   /** The gateway replicas' base URLs on the host. */
   gateway: { urls: readonly string[] };
+  /** How long the bridge keeps trying to reach a restarting gateway for an agent's connection, ms. Default 90000. */
+  gatewayOutageMs?: number;
   /** Host directory a sandbox sees as `/tmp` (bubblewrap: `bubblewrapTmpHostDir(rootDir)`). */
   sandboxTmpHostDir(sandboxId: string): string;
   /** Host directory for the agents' stdout/stderr logs. */
@@ -133,6 +135,7 @@ async function runOnce(deps: BlackBoxAgentDeps, input: RunAgentInput): Promise<R
     sandboxTmpHostDir: deps.sandboxTmpHostDir(input.sandboxId),
     gatewayUrls: deps.gateway.urls,
     sessionId: gatewaySessionId(input.episodeId, input.attempt),
+    outageMs: deps.gatewayOutageMs,
   });
   const stopHeartbeat = startHeartbeat(deps.heartbeatIntervalMs ?? 5_000);
   try {

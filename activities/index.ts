@@ -16,6 +16,7 @@ import {
 import { createBatchActivities } from './batch.js';
 import { GatewayAdminClient } from './gateway-admin.js';
 import { gatewaySessionId } from '../gateway/client/rendezvous.js';
+import { GATEWAY_OUTAGE_DEFAULT_MS, GatewayOutageError } from '../gateway/client/outage.js';
 import { createJanitorActivities } from './janitor.js';
 import { taskSourcePath, type TaskCatalog } from './task-catalog.js';
 import type { EpisodeInput, EpisodeOutcome, RewardSummary, SandboxRef } from './types.js';
@@ -27,6 +28,11 @@ export interface ActivityDeps {
   tasks: TaskCatalog;
   /** The gateway replicas' base URLs (`gateway.urls`) and their admin token. */
   gateway: { urls: readonly string[]; adminToken: string };
+  /**
+   * How long the gateway may be unreachable before an activity that needs it ends the attempt
+   * (`limits.gatewayOutageMs`), ms; until then its calls are repeated. Default 90000.
+   */
+  gatewayOutageMs?: number;
   /** Task queue served by this worker's host: activities touching its sandboxes go there. */
   hostQueue: string;
   /** Where the built-in agent keeps its per-episode state. */
@@ -58,6 +64,20 @@ async function sandboxCall<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 /**
+ * A gateway gone for longer than its bound fails the activity for good: retrying it would only
+ * wait the bound again, so the attempt ends now and the episode starts over.
+ */
+async function gatewayCall<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (error instanceof GatewayOutageError)
+      throw ApplicationFailure.nonRetryable(error.message, error.name);
+    throw error;
+  }
+}
+
+/**
  * Heartbeats while `fn` runs, so a dead worker is noticed within the heartbeat timeout rather
  * than the start-to-close timeout, and (given a lease) keeps the episode's admission alive.
  */
@@ -81,11 +101,13 @@ async function withHeartbeat<T>(
 }
 
 export function createActivities(deps: ActivityDeps) {
-  const admin = new GatewayAdminClient(deps.gateway);
+  const gatewayOutageMs = deps.gatewayOutageMs ?? GATEWAY_OUTAGE_DEFAULT_MS;
+  const admin = new GatewayAdminClient({ ...deps.gateway, outageMs: gatewayOutageMs });
   const blackBox = createBlackBoxAgentActivity({
     sandbox: deps.sandbox,
     tasks: deps.tasks,
     gateway: deps.gateway,
+    gatewayOutageMs,
     sandboxTmpHostDir: deps.sandboxTmpHostDir,
     logDir: deps.agentLogDir,
   });
@@ -163,25 +185,33 @@ export function createActivities(deps: ActivityDeps) {
       episode: EpisodeInput;
     }): Promise<{ sessionId: string; key: string }> {
       const { episode } = input;
-      return admin.openSession({
-        sessionId: gatewaySessionId(input.episodeId, input.attempt),
-        episodeId: input.episodeId,
-        attempt: input.attempt,
-        info: {
-          batchId: episode.batchId,
-          taskId: episode.taskId,
-          groupId: episode.groupId,
-          episodeIndex: episode.episodeIndex,
-          agentName: episode.agentName,
-          homeInstance: input.instance,
-          budgets: {
-            maxTurns: episode.limits.maxTurns,
-            maxContextTokens: episode.limits.maxContextTokens,
-            maxWallTimeMs: episode.limits.maxWallTimeMs,
-          },
-          sampling: episode.sampling,
-        },
-      });
+      const signal = Context.current().cancellationSignal;
+      return withHeartbeat(() =>
+        gatewayCall(() =>
+          admin.openSession(
+            {
+              sessionId: gatewaySessionId(input.episodeId, input.attempt),
+              episodeId: input.episodeId,
+              attempt: input.attempt,
+              info: {
+                batchId: episode.batchId,
+                taskId: episode.taskId,
+                groupId: episode.groupId,
+                episodeIndex: episode.episodeIndex,
+                agentName: episode.agentName,
+                homeInstance: input.instance,
+                budgets: {
+                  maxTurns: episode.limits.maxTurns,
+                  maxContextTokens: episode.limits.maxContextTokens,
+                  maxWallTimeMs: episode.limits.maxWallTimeMs,
+                },
+                sampling: episode.sampling,
+              },
+            },
+            signal,
+          ),
+        ),
+      );
     },
 
     /** One model call of the built-in agent and the tools it asked for. */
@@ -198,19 +228,23 @@ export function createActivities(deps: ActivityDeps) {
       const task = await deps.tasks.get(input.taskSource, input.taskId);
       return withHeartbeat(
         () =>
-          sandboxCall(() =>
-            runAgentStep(
-              { sandbox: deps.sandbox, stateDir: deps.agentStateDir },
-              {
-                episodeId: input.episodeId,
-                attempt: input.attempt,
-                sandboxId: input.sandboxId,
-                gatewayUrls: deps.gateway.urls,
-                sessionKey: input.sessionKey,
-                problemStatement: task.problem_statement,
-                commandTimeoutMs: input.commandTimeoutMs,
-                maxOutputBytes: deps.maxOutputBytes,
-              },
+          gatewayCall(() =>
+            sandboxCall(() =>
+              runAgentStep(
+                { sandbox: deps.sandbox, stateDir: deps.agentStateDir },
+                {
+                  episodeId: input.episodeId,
+                  attempt: input.attempt,
+                  sandboxId: input.sandboxId,
+                  gatewayUrls: deps.gateway.urls,
+                  sessionKey: input.sessionKey,
+                  problemStatement: task.problem_statement,
+                  commandTimeoutMs: input.commandTimeoutMs,
+                  maxOutputBytes: deps.maxOutputBytes,
+                  gatewayOutageMs,
+                  signal: Context.current().cancellationSignal,
+                },
+              ),
             ),
           ),
         {
@@ -245,7 +279,12 @@ export function createActivities(deps: ActivityDeps) {
           const result = await sandboxCall(() =>
             evaluateReward(
               { provider: deps.sandbox },
-              { task, agentDiff, idempotencyKey: `${input.episodeId}:${input.attempt}`, labels: { episode: input.episodeId } },
+              {
+                task,
+                agentDiff,
+                idempotencyKey: `${input.episodeId}:${input.attempt}`,
+                labels: { episode: input.episodeId },
+              },
             ),
           );
           return {
@@ -264,7 +303,10 @@ export function createActivities(deps: ActivityDeps) {
     },
 
     async closeSession(input: { sessionId: string; reason: string }): Promise<SessionSummary> {
-      return admin.closeSession(input.sessionId, input.reason);
+      const signal = Context.current().cancellationSignal;
+      return withHeartbeat(() =>
+        gatewayCall(() => admin.closeSession(input.sessionId, input.reason, signal)),
+      );
     },
 
     /** Writes the episode's outcome; its session's chains become its trajectory. */

@@ -49,7 +49,9 @@ export function registerRoute(app: FastifyInstance, spec: RouteSpec): void {
       const input = {
         params: parse(spec.params, request.params, 'path parameters'),
         query: parse(spec.query, request.query, 'query parameters'),
-        body: parse(spec.body, request.body ?? {}, 'request body'),
+        // No body at all is an empty object; a JSON `null` (or any non-object) is refused, so it
+        // never becomes a request made of defaults.
+        body: parse(spec.body, request.body === undefined ? {} : request.body, 'request body'),
       };
       const answer = await spec.handler(input as Parameters<RouteSpec['handler']>[0], reply);
       reply.code(spec.status ?? 200);

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { MAX_POLICY_VERSION } from '../gateway/policy/policy-control.js';
+import { ID_PATTERN, ID_RULE } from '../workflows/ids.js';
 
 /**
  * Every shape the HTTP API takes or gives, as zod schemas: routes validate with them and the
@@ -8,7 +10,10 @@ import { z } from 'zod';
 /** Batch ids become workflow ids, directory names and (with `_` replaced) group id prefixes. */
 export const BatchIdSchema = z
   .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/, 'letters, digits, ".", "_" and "-", at most 200, starting with a letter or digit');
+  .regex(ID_PATTERN, ID_RULE)
+  .refine((id) => !id.includes('..'), ID_RULE);
+/** Group ids are `<batch id>.g<task index>`: the same charset. */
+export const GroupIdSchema = BatchIdSchema;
 
 export const BatchParams = z.object({ id: BatchIdSchema });
 export const ReportParams = z.object({ id: BatchIdSchema, report_id: z.uuid() });
@@ -114,11 +119,11 @@ export const GroupsAnswer = z.object({
 });
 
 export const DataQuery = z.object({
-  group_id: z.union([z.string(), z.array(z.string())]).optional().describe('Only these groups (repeat the parameter for several).'),
+  group_id: z.union([GroupIdSchema, z.array(GroupIdSchema)]).optional().describe('Only these groups (repeat the parameter for several).'),
   unacked: z.enum(['true', 'false']).default('false').describe('Only groups not acknowledged yet.'),
 });
 
-export const AckBody = z.object({ group_ids: z.array(z.string().min(1)).min(1) }).strict();
+export const AckBody = z.object({ group_ids: z.array(GroupIdSchema).min(1) }).strict();
 export const AckAnswer = z.object({ batch_id: z.string(), acked_group_ids: z.array(z.string()) });
 
 export const CancelAnswer = z.object({ batch_id: z.string(), status: z.literal('cancel_requested') });
@@ -168,6 +173,6 @@ export type LogprobReport = z.infer<typeof LogprobReport>;
 export const PolicyState = z.object({ version: z.number().int(), paused: z.boolean() });
 export const PauseBody = z.object({ mode: z.enum(['finish', 'abort']) }).strict();
 export const PauseAnswer = PolicyState.extend({ paused: z.literal(true), finished: z.number().int(), aborted: z.number().int() });
-export const ResumeBody = z.object({ version: z.number().int().nonnegative() }).strict();
+export const ResumeBody = z.object({ version: z.number().int().nonnegative().max(MAX_POLICY_VERSION) }).strict();
 
 export const ErrorAnswer = z.object({ error: z.object({ type: z.string(), message: z.string() }) });

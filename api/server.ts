@@ -22,8 +22,8 @@ export interface ApiDeps {
   artifacts: ArtifactStore;
   /** The gateway replicas' base URLs and their admin token (policy calls go to any of them). */
   gateway: { urls: readonly string[]; adminToken: string };
-  /** Bearer token every request must carry (`Authorization: Bearer …`). Default none: no check. */
-  token?: string | null;
+  /** Bearer token every request but those of `OPEN_PATHS` must carry (`Authorization: Bearer …`). */
+  token: string;
 }
 
 /** Routes anyone may read: the API's description and its liveness. */
@@ -44,15 +44,13 @@ function sameToken(given: string, expected: string): boolean {
 export function buildApiServer(deps: ApiDeps): FastifyInstance {
   const app = Fastify({ logger: false, bodyLimit: BODY_LIMIT_BYTES });
   const token = deps.token;
-  if (token) {
-    app.addHook('onRequest', async (request, reply) => {
-      if (OPEN_PATHS.has(request.url.split('?')[0]!)) return;
-      const given = /^Bearer (.+)$/i.exec(request.headers.authorization ?? '')?.[1];
-      if (given === undefined || !sameToken(given, token)) {
-        return reply.code(401).send({ error: { type: 'unauthorized', message: 'missing or wrong bearer token (api.token)' } });
-      }
-    });
-  }
+  app.addHook('onRequest', async (request, reply) => {
+    if (OPEN_PATHS.has(request.url.split('?')[0]!)) return;
+    const given = /^Bearer (.+)$/i.exec(request.headers.authorization ?? '')?.[1];
+    if (given === undefined || !sameToken(given, token)) {
+      return reply.code(401).send({ error: { type: 'unauthorized', message: 'missing or wrong bearer token (api.token)' } });
+    }
+  });
   const routes = apiRoutes({
     config: deps.config,
     batches: new BatchService(deps.client, deps.config, deps.artifacts),

@@ -1,7 +1,7 @@
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { BatchManifest } from '../activities/types.js';
+import type { BatchInput, BatchManifest } from '../activities/types.js';
 import { ConfigError, loadConfig, type Config } from '../stack/config.js';
 import { BatchRequestError, buildBatchInput, followBatch, formatProgress, formatSummary, startBatch } from '../stack/batches.js';
 import { dataPaths } from '../stack/paths.js';
@@ -18,6 +18,7 @@ import { StoreUrlError } from '../trajectory/index.js';
 import { GroupFileMismatchError, groupsStream, IncompleteGroupsError } from '../api/group-data.js';
 import { openConfiguredArtifacts } from '../stack/artifacts.js';
 import { endedBatchManifest } from '../stack/batch-manifest.js';
+import { ID_RULE, isSafeId } from '../workflows/ids.js';
 import { progressQuery } from '../workflows/queries.js';
 import { parseCliArgs, USAGE, UsageError, type ParsedArgs } from './args.js';
 
@@ -35,6 +36,8 @@ function printStackInfo(stack: Stack): void {
   say(`Temporal: ${stack.temporalAddress}${stack.uiUrl ? `  (Web UI: ${stack.uiUrl})` : ''}`);
   say(`gateway:  ${stack.gatewayUrl}`);
   say(`batch API: ${stack.apiUrl}  (OpenAPI: ${stack.apiUrl}/openapi.json)`);
+  // Where trainers find the bearer token, never the token itself: the output may be logged.
+  say(`API token: ${stack.config.api.token ? 'api.token of the configuration' : `${dataPaths(stack.config.dataDir).apiToken} (or set ROLLOUT_API_TOKEN)`}`);
   say(`engines:  ${stack.engines.map((e) => `${e.name}=${e.url}`).join(', ')}`);
   say(`data:     ${stack.config.dataDir}`);
 }
@@ -53,13 +56,7 @@ async function followWithProgress(handle: Parameters<typeof followBatch>[0]): Pr
   return manifest;
 }
 
-async function runBatchOnStack(stack: Stack, args: ParsedArgs, defaults: { tasks: string; n: number }): Promise<BatchManifest> {
-  const input = await buildBatchInput(stack.config, {
-    batchId: args.id,
-    tasks: args.tasks ?? defaults.tasks,
-    n: args.n ?? defaults.n,
-    agent: args.agent ?? stack.config.agent.name,
-  });
+async function runBatchOnStack(stack: Stack, input: BatchInput): Promise<BatchManifest> {
   say(`starting batch ${input.batchId}: ${input.taskIds.length} tasks x ${input.n} samples, agent ${input.agentName}`);
   const handle = await startBatch(stack.client, stack.config, input);
   const manifest = await followWithProgress(handle);
@@ -89,13 +86,17 @@ async function abandonBatch(stack: Stack, batchId: string): Promise<void> {
 }
 
 async function demo(config: Config, args: ParsedArgs): Promise<void> {
+  // Validated before the stack starts: a bad request starts nothing.
+  const input = await buildBatchInput(config, {
+    batchId: args.id ?? `demo-${new Date().toISOString().replace(/[:.]/g, '-')}`,
+    tasks: args.tasks ?? config.batch.tasks,
+    n: args.n ?? 4,
+    agent: args.agent ?? config.agent.name,
+  });
+  const batchId = input.batchId;
   const stack = await startStack(config, { log: say });
   printStackInfo(stack);
-  const batchId = args.id ?? `demo-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-  const outcome = await Promise.race([
-    runBatchOnStack(stack, { ...args, id: batchId }, { tasks: config.batch.tasks, n: args.n ?? 4 }).then(() => 'done'),
-    interrupted(),
-  ]);
+  const outcome = await Promise.race([runBatchOnStack(stack, input).then(() => 'done'), interrupted()]);
   if (outcome !== 'done') {
     say(`\n${outcome}: stopping batch ${batchId} and the stack`);
     await abandonBatch(stack, batchId);
@@ -179,6 +180,7 @@ async function connectClient(config: Config): Promise<{ client: Client; close():
 
 async function batch(config: Config, args: ParsedArgs): Promise<void> {
   const [, sub, id] = args.positionals;
+  if (id !== undefined && !isSafeId(id)) throw new UsageError(`batch id ${JSON.stringify(id)} is not valid: ${ID_RULE}`);
   // Validate the tasks before touching Temporal: bad input fails fast and starts nothing.
   const input =
     sub === 'start'

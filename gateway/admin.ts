@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import { z } from 'zod';
-import { PolicyVersionError, type PolicyControl } from './policy/policy-control.js';
+import { MAX_POLICY_VERSION, PolicyVersionError, type PolicyControl } from './policy/policy-control.js';
 import { LOCAL_SCOPE, type PolicyFanOut } from './policy/fan-out.js';
 import { GatewayError } from './session/errors.js';
 import type { SessionManager } from './session/session-manager.js';
@@ -35,7 +35,7 @@ export type OpenSessionBody = z.infer<typeof OpenSessionBody>;
 
 const CloseSessionBody = z.object({ reason: z.string().min(1) });
 const PauseBody = z.object({ mode: z.enum(['finish', 'abort']) });
-const ResumeBody = z.object({ version: z.number().int().nonnegative() });
+const ResumeBody = z.object({ version: z.number().int().nonnegative().max(MAX_POLICY_VERSION) });
 /** `?scope=local`: act on this replica only (another replica's fan-out); default: on every replica. */
 const PolicyQuery = z.object({ scope: z.literal(LOCAL_SCOPE).optional() });
 

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultMountRoot } from './bubblewrap.js';
 import { isConnectionFailure, rendezvousOrder } from '../gateway/client/rendezvous.js';
+import { GATEWAY_OUTAGE_DEFAULT_MS } from '../gateway/client/outage.js';
 
 /** Where the forwarder script is mounted read-only in every black-box agent's sandbox. */
 export const BRIDGE_SANDBOX_DIR = '/opt/agent-bridge';
@@ -48,7 +49,15 @@ export interface GatewayBridgeOptions {
   gatewayUrls: readonly string[];
   /** The agent's gateway session: its replica is chosen by rendezvous hash of this id. */
   sessionId: string;
+  /**
+   * How long a connection waits for some replica to accept (a gateway restarting) before the
+   * agent's connection is dropped, ms. Default 90000.
+   */
+  outageMs?: number;
 }
+
+/** Delays between rounds over the replicas while none accepts, ms: doubling from the first to the last. */
+const RECONNECT_DELAY_MS = { first: 250, max: 5_000 };
 
 /** A gateway replica's TCP address. */
 function tcpTarget(url: string): { host: string; port: number } {
@@ -59,12 +68,13 @@ function tcpTarget(url: string): { host: string; port: number } {
 
 /**
  * Connects to the first target that accepts (in order); what the client sent meanwhile is held
- * and written once connected. Undefined when none accepts.
+ * and written once connected. `refused` when every target refused the connection, undefined
+ * after another error.
  */
-function connectFirst(targets: readonly { host: string; port: number }[], onSocket: (socket: net.Socket) => void): Promise<net.Socket | undefined> {
+function connectFirst(targets: readonly { host: string; port: number }[], onSocket: (socket: net.Socket) => void): Promise<net.Socket | undefined | 'refused'> {
   return new Promise((resolve) => {
     const attempt = (i: number): void => {
-      if (i >= targets.length) return resolve(undefined);
+      if (i >= targets.length) return resolve('refused');
       const socket = net.connect(targets[i]!.port, targets[i]!.host);
       onSocket(socket);
       const onError = (error: Error): void => {
@@ -80,6 +90,27 @@ function connectFirst(targets: readonly { host: string; port: number }[], onSock
     };
     attempt(0);
   });
+}
+
+/**
+ * `connectFirst`, in rounds with growing delays while every replica refuses (a gateway restart),
+ * for at most `outageMs`; stops early once `gone()` (the agent hung up, the bridge closed).
+ */
+async function connectThroughOutage(
+  targets: readonly { host: string; port: number }[],
+  onSocket: (socket: net.Socket) => void,
+  outageMs: number,
+  gone: () => boolean,
+): Promise<net.Socket | undefined> {
+  const deadline = Date.now() + outageMs;
+  for (let delay = RECONNECT_DELAY_MS.first; ; delay = Math.min(delay * 2, RECONNECT_DELAY_MS.max)) {
+    const result = await connectFirst(targets, onSocket);
+    if (result !== 'refused') return result;
+    const left = deadline - Date.now();
+    if (left <= 0 || gone()) return undefined;
+    await new Promise((resolve) => setTimeout(resolve, Math.min(delay, left)));
+    if (gone()) return undefined;
+  }
 }
 
 /** The bind mount that makes the forwarder visible inside a sandbox. */
@@ -101,6 +132,11 @@ export async function startGatewayBridge(options: GatewayBridgeOptions): Promise
   await rm(hostSocketPath, { force: true });
 
   const connections = new Set<net.Socket>();
+  // Every socket tried is tracked until it closes, so close() drops it and failed rounds leave none behind.
+  const track = (socket: net.Socket): void => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
+  };
   const server = net.createServer((client) => {
     connections.add(client);
     // Held until a replica accepts: the client's first bytes must reach the replica it lands on.
@@ -111,7 +147,9 @@ export async function startGatewayBridge(options: GatewayBridgeOptions): Promise
     };
     client.on('error', destroyClient);
     client.on('close', destroyClient);
-    void connectFirst(targets, (socket) => connections.add(socket)).then((upstream) => {
+    const outageMs = options.outageMs ?? GATEWAY_OUTAGE_DEFAULT_MS;
+    const gone = () => client.destroyed || closed !== undefined;
+    void connectThroughOutage(targets, track, outageMs, gone).then((upstream) => {
       if (!upstream || client.destroyed) {
         upstream?.destroy();
         return destroyClient();

@@ -1,4 +1,5 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, type Client, type WorkflowHandle } from '@temporalio/client';
+import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BatchInput, BatchManifest, BatchProgress, EpisodeLimits, Sampling, StaleAction } from '../activities/types.js';
@@ -6,9 +7,11 @@ import { BUILTIN_TASKS } from '../activities/task-catalog.js';
 import { blackBoxAgentNames, isBlackBoxAgent } from '../agents/presets/index.js';
 import { builtinPackDir, loadTasks } from '../tasks/loader.js';
 import type { batchWorkflow } from '../workflows/batch.js';
+import { boundViolation } from '../workflows/batch-bounds.js';
+import { ID_RULE, isSafeId } from '../workflows/ids.js';
 import { progressQuery } from '../workflows/queries.js';
 import { endedBatchManifest } from './batch-manifest.js';
-import type { Config } from './config.js';
+import { episodeLimits, type Config } from './config.js';
 
 /** A batch as the CLI and the HTTP API ask for it; what is left out comes from the configuration. */
 export interface BatchSpec {
@@ -38,12 +41,42 @@ export class BatchRequestError extends Error {
   override name = 'BatchRequestError';
 }
 
+/** The path with its symbolic links resolved as far as it exists, so a link cannot lead out of a root. */
+async function resolvedPath(file: string): Promise<string> {
+  try {
+    return await realpath(file);
+  } catch {
+    return file;
+  }
+}
+
 /**
- * Validates the request against the task source (so a missing file or malformed task fails here,
- * before any workflow starts) and builds the batch workflow's input.
+ * The task source as an absolute path, when it lies under `batch.taskRoots` (default: the working
+ * directory): a request must not make the server read any file it can name.
+ */
+async function allowedTaskSource(config: Config, tasks: string): Promise<string> {
+  const source = path.resolve(tasks);
+  const roots = config.batch.taskRoots.length > 0 ? config.batch.taskRoots : [process.cwd()];
+  const real = await resolvedPath(source);
+  for (const root of roots) {
+    const base = await resolvedPath(path.resolve(root));
+    const inside = (p: string) => {
+      const rel = path.relative(base, p);
+      return rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel);
+    };
+    if (inside(source) && inside(real)) return source;
+  }
+  throw new BatchRequestError(`tasks ${tasks} is outside batch.taskRoots (${roots.join(', ')}); use builtin or a path under one of them`);
+}
+
+/**
+ * Validates the request (its ids, its task source, the bounds of `bounds.*`) so a bad one fails
+ * here, before any workflow starts, and builds the batch workflow's input. The HTTP API and the
+ * CLI both come through here.
  */
 export async function buildBatchInput(config: Config, request: BatchSpec): Promise<BatchInput> {
-  const source = request.tasks === BUILTIN_TASKS ? BUILTIN_TASKS : path.resolve(request.tasks);
+  if (request.batchId !== undefined && !isSafeId(request.batchId)) throw new BatchRequestError(`batch id ${JSON.stringify(request.batchId)} is not valid: ${ID_RULE}`);
+  const source = request.tasks === BUILTIN_TASKS ? BUILTIN_TASKS : await allowedTaskSource(config, request.tasks);
   const tasks = await loadTasks(source === BUILTIN_TASKS ? builtinPackDir() : source);
   const known = new Set(tasks.map((t) => t.instance_id));
   const taskIds = request.taskIds ?? tasks.map((t) => t.instance_id);
@@ -53,7 +86,7 @@ export async function buildBatchInput(config: Config, request: BatchSpec): Promi
   if (request.agent !== 'builtin' && !isBlackBoxAgent(request.agent)) {
     throw new BatchRequestError(`unknown agent ${request.agent}; use builtin, ${blackBoxAgentNames().join(', ')}`);
   }
-  return {
+  const input: BatchInput = {
     batchId: request.batchId ?? `batch-${new Date().toISOString().replace(/[:.]/g, '-')}`,
     taskSource: source,
     taskIds,
@@ -61,13 +94,16 @@ export async function buildBatchInput(config: Config, request: BatchSpec): Promi
     agentName: request.agent,
     concurrency: request.concurrency ?? config.batch.concurrency,
     filterUniformGroups: request.filterUniformGroups ?? config.batch.filterUniformGroups,
-    limits: { ...config.limits, ...request.limits },
+    limits: { ...episodeLimits(config), ...request.limits },
     sampling: { ...config.sampling, ...request.sampling },
     timeouts: { scheduleToStartMs: config.worker.scheduleToStartMs, cleanupWindowMs: config.worker.cleanupWindowMs },
     continueAfterEvents: config.batch.continueAfterEvents,
     maxStaleness: request.maxStaleness ?? null,
     staleAction: request.staleAction ?? 'drop',
   };
+  const violation = boundViolation(input, config.bounds);
+  if (violation) throw new BatchRequestError(violation);
+  return input;
 }
 
 /**

@@ -5,7 +5,13 @@ import YAML from 'yaml';
 import { z } from 'zod';
 import { ROUTER_POLICY_NAMES, ROUTING_DEFAULTS } from '../scheduler/router.js';
 import { EPISODE_TIMEOUT_DEFAULTS } from '../workflows/episode-timeouts.js';
+import { BOUND_DEFAULTS, type BatchBounds } from '../workflows/batch-bounds.js';
 import { REPLICA_DEFAULTS } from '../gateway/replica/options.js';
+import { GATEWAY_OUTAGE_DEFAULT_MS } from '../gateway/client/outage.js';
+import type { EpisodeLimits } from '../activities/types.js';
+
+/** A bound of `bounds.*`: positive, and at most its default, which the batch workflow enforces. */
+const bound = (key: keyof BatchBounds) => z.number().int().positive().max(BOUND_DEFAULTS[key]).default(BOUND_DEFAULTS[key]);
 
 const Engine = z.object({
   /** Unique instance name. */
@@ -111,7 +117,8 @@ export const ConfigSchema = z
         port: z.number().int().min(0).default(8400),
         /**
          * Bearer token trainers must send (`Authorization: Bearer …`); env ROLLOUT_API_TOKEN.
-         * Default: none, no check, with the SQLite store; with a shared store it must be given.
+         * Default: with the SQLite store, one minted per data directory (`<dataDir>/api-token`);
+         * with a shared store it must be given.
          */
         token: z.string().min(1).nullable().default(null),
       })
@@ -191,6 +198,12 @@ export const ConfigSchema = z
         maxWallTimeMs: z.number().int().positive().default(30 * 60 * 1000),
         maxInfraAttempts: z.number().int().positive().default(3),
         commandTimeoutMs: z.number().int().positive().default(60_000),
+        /**
+         * How long the gateway may be unreachable (a restart) before an activity that needs it ends
+         * the episode's attempt; until then model calls, session opens and closes, and black-box
+         * agents' connections wait and retry. Worker configuration, not an episode limit. Default 90000.
+         */
+        gatewayOutageMs: z.number().int().positive().default(GATEWAY_OUTAGE_DEFAULT_MS),
       })
       .prefault({}),
     sampling: z
@@ -207,7 +220,42 @@ export const ConfigSchema = z
         concurrency: z.number().int().positive().default(8),
         filterUniformGroups: z.boolean().default(true),
         continueAfterEvents: z.number().int().positive().default(8_000),
+        /**
+         * Directories a batch's `tasks` may name (a pack directory or a task file under one of
+         * them), besides `builtin`, so a request cannot read any file of the server. Default `[]`:
+         * only paths under the working directory of the process that takes the request.
+         */
+        taskRoots: z.array(z.string().min(1)).default([]),
       })
+      .prefault({}),
+    /**
+     * Upper bounds of a batch, checked before anything starts (workflows/batch-bounds.ts); each
+     * may be lowered, never raised past its default, which the batch workflow itself enforces.
+     */
+    bounds: z
+      .object({
+        /** Samples per task (`n`). Default 64. */
+        maxSamplesPerTask: bound('maxSamplesPerTask'),
+        /** Tasks per batch. Default 10000. */
+        maxTasksPerBatch: bound('maxTasksPerBatch'),
+        /** Episodes per batch (tasks × n). Default 100000. */
+        maxEpisodesPerBatch: bound('maxEpisodesPerBatch'),
+        /** Episodes of a batch running at once. Default 512. */
+        maxConcurrency: bound('maxConcurrency'),
+        /** `limits.maxTurns`. Default 1000. */
+        maxTurns: bound('maxTurns'),
+        /** `limits.maxContextTokens`. Default 1048576. */
+        maxContextTokens: bound('maxContextTokens'),
+        /** `limits.maxWallTimeMs`. Default 86400000 (24 hours). */
+        maxWallTimeMs: bound('maxWallTimeMs'),
+        /** `limits.maxInfraAttempts`. Default 10. */
+        maxInfraAttempts: bound('maxInfraAttempts'),
+        /** `limits.commandTimeoutMs`. Default 3600000 (1 hour). */
+        commandTimeoutMs: bound('commandTimeoutMs'),
+        /** `sampling.maxTokens`. Default 262144. */
+        maxTokens: bound('maxTokens'),
+      })
+      .strict()
       .prefault({}),
     worker: z
       .object({
@@ -281,6 +329,12 @@ export const ConfigSchema = z
   })
   .strict();
 export type Config = z.infer<typeof ConfigSchema>;
+
+/** The episode limits of `limits` (what travels in each episode's input): all but the worker's `gatewayOutageMs`. */
+export function episodeLimits(config: Config): EpisodeLimits {
+  const { gatewayOutageMs: _worker, ...episode } = config.limits;
+  return episode;
+}
 
 export class ConfigError extends Error {
   override name = 'ConfigError';

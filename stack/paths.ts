@@ -14,6 +14,7 @@ export function dataPaths(dataDir: string) {
     agentLogs: path.join(dataDir, 'agent-logs'),
     exports: path.join(dataDir, 'batches'),
     adminToken: path.join(dataDir, 'admin-token'),
+    apiToken: path.join(dataDir, 'api-token'),
   };
 }
 
@@ -23,12 +24,8 @@ export function makeDataDirs(dataDir: string): void {
   for (const dir of [paths.dataDir, paths.sandboxes, paths.agentState, paths.agentLogs, paths.exports]) mkdirSync(dir, { recursive: true });
 }
 
-/**
- * The gateway's admin token, made once per data directory (mode 0600) and read by every worker
- * that shares it.
- */
-export function adminToken(dataDir: string): string {
-  const file = dataPaths(dataDir).adminToken;
+/** A secret made once in `file` (mode 0600) and read by every process that shares the data directory. */
+function mintedToken(dataDir: string, file: string): string {
   try {
     return readFileSync(file, 'utf8').trim();
   } catch {
@@ -37,4 +34,14 @@ export function adminToken(dataDir: string): string {
     writeFileSync(file, token, { mode: 0o600, flag: 'wx' });
     return token;
   }
+}
+
+/** The gateway's admin token, made once per data directory. */
+export function adminToken(dataDir: string): string {
+  return mintedToken(dataDir, dataPaths(dataDir).adminToken);
+}
+
+/** The batch API's bearer token, made once per data directory; trainers read it from `<dataDir>/api-token`. */
+export function mintedApiToken(dataDir: string): string {
+  return mintedToken(dataDir, dataPaths(dataDir).apiToken);
 }

@@ -1,5 +1,5 @@
 import { CONFIG_ENV, ConfigError, type Config } from './config.js';
-import { adminToken } from './paths.js';
+import { adminToken, mintedApiToken } from './paths.js';
 import { isSharedStore } from './store.js';
 
 const envOf = (key: string): string => Object.entries(CONFIG_ENV).find(([, k]) => k === key)![0];
@@ -18,9 +18,12 @@ export function gatewayAdminToken(config: Config): string {
   return adminToken(config.dataDir);
 }
 
-/** The batch API's bearer token: `api.token`; none (no check) only with the one-machine SQLite store. */
-export function apiToken(config: Config): string | null {
+/**
+ * The batch API's bearer token, always checked: `api.token`, else (one machine, SQLite store) the
+ * token minted once in the data directory. With a shared store it must be given.
+ */
+export function apiToken(config: Config): string {
   if (config.api.token) return config.api.token;
   if (isSharedStore(config)) throw missing('api.token');
-  return null;
+  return mintedApiToken(config.dataDir);
 }

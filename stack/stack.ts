@@ -25,6 +25,8 @@ export interface Stack {
   gatewayUrl: string;
   /** The trainer-facing HTTP batch API. */
   apiUrl: string;
+  /** Its bearer token (`api.token`, or the one minted in the data directory). */
+  apiToken: string;
   engines: InstanceConfig[];
   client: Client;
   store: Store;
@@ -52,7 +54,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
   const log = parts.log ?? (() => undefined);
   // A missing secret fails here, before anything starts.
   gatewayAdminToken(config);
-  apiToken(config);
+  const token = apiToken(config);
   const paths = dataPaths(config.dataDir);
   makeDataDirs(config.dataDir);
   const stops = new Stops();
@@ -106,7 +108,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
       worker = role.worker;
       log(`worker polling ${config.temporal.taskQueue} and ${hostQueueOf(config.temporal.taskQueue, config.worker.hostId)}`);
     }
-    return { config, temporalAddress: temporal.address, uiUrl, gatewayUrl, apiUrl: api.url, engines, client, store, worker, stop: () => stops.run() };
+    return { config, temporalAddress: temporal.address, uiUrl, gatewayUrl, apiUrl: api.url, apiToken: token, engines, client, store, worker, stop: () => stops.run() };
   } catch (error) {
     await stops.run();
     throw error;

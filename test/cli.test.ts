@@ -1,14 +1,18 @@
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { runCli } from './helpers/processes.js';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'rollout-cli-'));
+/** A configuration whose task roots take the task files these tests write. */
+const roots = path.join(tmp, 'roots.json');
+writeFileSync(roots, JSON.stringify({ batch: { taskRoots: [tmp] } }));
 
 describe('the rollout command on bad input', () => {
   it('names a missing task file and exits 2 without starting anything', async () => {
-    const r = await runCli(['batch', 'start', '--tasks', path.join(tmp, 'missing.jsonl')]);
+    const r = await runCli(['batch', 'start', '-c', roots, '--tasks', path.join(tmp, 'missing.jsonl')]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/missing\.jsonl: no such file/);
     expect(r.stderr).not.toMatch(/cannot reach Temporal/);
@@ -17,7 +21,7 @@ describe('the rollout command on bad input', () => {
   it('points at the malformed line of a JSONL task file', async () => {
     const file = path.join(tmp, 'bad.jsonl');
     writeFileSync(file, '{not json}\n{"instance_id": "a"}\n');
-    const r = await runCli(['batch', 'start', '--tasks', file]);
+    const r = await runCli(['batch', 'start', '-c', roots, '--tasks', file]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`${file}:1`);
     expect(r.stderr).toMatch(/malformed|JSON/);
@@ -26,7 +30,7 @@ describe('the rollout command on bad input', () => {
   it('reports schema violations of a task', async () => {
     const file = path.join(tmp, 'task.json');
     writeFileSync(file, JSON.stringify({ instance_id: 'x', problem_statement: '' }));
-    const r = await runCli(['batch', 'start', '--tasks', file]);
+    const r = await runCli(['batch', 'start', '-c', roots, '--tasks', file]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/problem_statement|FAIL_TO_PASS/);
   });
@@ -92,5 +96,74 @@ describe('the role commands on bad input', () => {
     const r = await runCli(['api', '--config', file, ...joining]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/api\.token \(or env ROLLOUT_API_TOKEN\) must be set/);
+  });
+});
+
+describe('the rollout command refuses a batch past its bounds, before anything starts', () => {
+  let connection: Connection;
+  let client: Client;
+  const temporal = () => ['--temporal-address', inject('temporalAddress')];
+
+  beforeAll(async () => {
+    connection = await Connection.connect({ address: inject('temporalAddress') });
+    client = new Client({ connection });
+  });
+  afterAll(async () => {
+    await connection?.close();
+  });
+
+  async function workflowExists(id: string): Promise<boolean> {
+    try {
+      await client.workflow.getHandle(id).describe();
+      return true;
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return false;
+      throw error;
+    }
+  }
+
+  const episodes = path.join(tmp, 'episodes.json');
+  writeFileSync(episodes, JSON.stringify({ bounds: { maxEpisodesPerBatch: 10 } }));
+
+  it.each([
+    [['--n', '65'], 'n is 65, above bounds.maxSamplesPerTask = 64'],
+    [['--n', '1000000000'], 'bounds.maxSamplesPerTask'],
+    [['--concurrency', '513'], 'concurrency is 513, above bounds.maxConcurrency = 512'],
+    [['-c', episodes], 'episodes (tasks × n) is 32, above bounds.maxEpisodesPerBatch = 10'],
+    [['--tasks', '/etc/passwd'], 'outside batch.taskRoots'],
+    [['--tasks', '../../../etc'], 'outside batch.taskRoots'],
+  ])('batch start %j exits 2 naming the field and its bound, and starts no workflow', async (flags, mentions) => {
+    const id = `cli-bound-${Math.random().toString(36).slice(2, 8)}`;
+    const r = await runCli(['batch', 'start', ...temporal(), '--id', id, ...flags]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(mentions);
+    expect(await workflowExists(id)).toBe(false);
+  });
+
+  it('demo exits 2 on a bound before it starts the stack', async () => {
+    const r = await runCli(['demo', '--n', '1000000000', '--data-dir', path.join(tmp, 'demo')]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('bounds.maxSamplesPerTask');
+    expect(r.stdout).not.toContain('Temporal');
+  });
+
+  it.each([
+    [['batch', 'start', '--id', 'a..b']],
+    [['batch', 'start', '--id', 'a/b']],
+    [['batch', 'status', '../x']],
+    [['batch', 'export', 'a..b', '--out', path.join(tmp, 'x.arrow')]],
+  ])('refuses the unsafe batch id of %j with exit 2', async (args) => {
+    const r = await runCli([...args, ...temporal()]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/batch id ".*" is not valid/);
+    expect(await workflowExists('a..b')).toBe(false);
+  });
+
+  it('refuses a configured bound above its default', async () => {
+    const file = path.join(tmp, 'raised.json');
+    writeFileSync(file, JSON.stringify({ bounds: { maxSamplesPerTask: 100 } }));
+    const r = await runCli(['batch', 'start', '-c', file]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('bounds.maxSamplesPerTask');
   });
 });

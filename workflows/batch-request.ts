@@ -1,6 +1,8 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { BatchInput, BatchRequest, EpisodeLimits, EpisodeTimeouts, Sampling } from '../activities/types.js';
+import { BOUND_DEFAULTS, boundViolation } from './batch-bounds.js';
 import { EPISODE_TIMEOUT_DEFAULTS } from './episode-timeouts.js';
+import { ID_RULE, isSafeId } from './ids.js';
 
 /**
  * Defaults of a BatchRequest, applied inside the batch workflow so a trainer starting it by name
@@ -47,7 +49,9 @@ function merged<T extends object>(defaults: T, given: Partial<T> | undefined, na
 
 /**
  * Validates a request that may come from any language and applies the defaults. A bad request
- * fails the workflow at once (a non-retryable failure) instead of retrying a doomed task.
+ * (a malformed one, an unsafe batch id, one past the default bounds of workflows/batch-bounds.ts)
+ * fails the workflow at once (a non-retryable failure) instead of retrying a doomed task or
+ * exhausting the worker's memory.
  */
 export function resolveBatchRequest(request: BatchRequest, workflowId: string): BatchInput {
   try {
@@ -65,8 +69,10 @@ export function resolveBatchRequest(request: BatchRequest, workflowId: string): 
     const limits: EpisodeLimits = merged<EpisodeLimits>(BATCH_DEFAULTS.limits, request.limits, 'limits');
     const sampling: Sampling = merged<Sampling>(BATCH_DEFAULTS.sampling, request.sampling, 'sampling');
     const timeouts: EpisodeTimeouts = merged<EpisodeTimeouts>(BATCH_DEFAULTS.timeouts, request.timeouts, 'timeouts');
-    return {
-      batchId: request.batchId ?? workflowId,
+    const batchId = request.batchId ?? workflowId;
+    check(isSafeId(batchId), `batch id ${JSON.stringify(batchId)} is not valid: ${ID_RULE}`);
+    const input: BatchInput = {
+      batchId,
       taskSource: request.taskSource ?? BATCH_DEFAULTS.taskSource,
       taskIds: [...request.taskIds],
       n: request.n,
@@ -80,6 +86,9 @@ export function resolveBatchRequest(request: BatchRequest, workflowId: string): 
       maxStaleness: request.maxStaleness ?? BATCH_DEFAULTS.maxStaleness,
       staleAction: request.staleAction ?? BATCH_DEFAULTS.staleAction,
     };
+    const violation = boundViolation(input, BOUND_DEFAULTS);
+    if (violation) throw new InvalidBatchRequest(violation);
+    return input;
   } catch (error) {
     if (error instanceof InvalidBatchRequest) throw ApplicationFailure.nonRetryable(error.message, 'InvalidBatchRequest');
     throw error;

@@ -24,6 +24,16 @@ const control = proxyActivities<Activities>({
   retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 10 },
 });
 /**
+ * Opening and closing the gateway session (idempotent by session id) wait through a gateway
+ * restart, heartbeating, for up to the worker's `limits.gatewayOutageMs`; past it they fail for
+ * good (not retried) and the attempt ends. Other failures retry as the control calls do.
+ */
+const sessions = proxyActivities<Activities>({
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '20 seconds',
+  retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 10 },
+});
+/**
  * A cancelled episode waits for its admission wait to end (the activity sees the cancellation at
  * its next heartbeat, within about 8 s): only then does its release run, so a lease taken in that
  * window is released too and never outlives the episode.
@@ -184,7 +194,7 @@ async function runAttempt(
   const host = hostActivities(sandbox.hostQueue, timeouts);
   let sessionId: string | undefined;
   try {
-    const session = await control.openSession({ episodeId, attempt, instance, episode: input });
+    const session = await sessions.openSession({ episodeId, attempt, instance, episode: input });
     sessionId = session.sessionId;
     status.phase = 'agent';
     let envSeconds = 0;
@@ -227,7 +237,7 @@ async function runAttempt(
     status.phase = 'reward';
     const reward: RewardSummary = await host.work.computeReward({ episodeId, attempt, instance, sandboxId: sandbox.sandboxId, taskSource: input.taskSource, taskId: input.taskId });
     status.phase = 'closing';
-    const summary = await control.closeSession({ sessionId, reason });
+    const summary = await sessions.closeSession({ sessionId, reason });
     const terminationReason = summary.terminationReason ?? reason;
     await control.finishEpisode({
       episodeId,
@@ -269,7 +279,7 @@ async function runAttempt(
     await CancellationScope.nonCancellable(async () => {
       // A session left open by a failed attempt is closed so its key stops working; its chains
       // stay in the store but no episode points at them.
-      if (sessionId) await control.closeSession({ sessionId, reason: 'infra_error' }).catch(() => undefined);
+      if (sessionId) await sessions.closeSession({ sessionId, reason: 'infra_error' }).catch(() => undefined);
       await host.cleanup.cleanupAttempt({ sandboxId: sandbox.sandboxId, episodeId, attempt }).catch(() => undefined);
     });
   }

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { fetchForSession, gatewaySessionId } from '../../gateway/client/rendezvous.js';
+import { readWhole, throughOutage } from '../../gateway/client/outage.js';
+import { TURN_HEADER } from '../../gateway/session/replay.js';
 import type { SandboxProvider } from '../../sandbox/provider.js';
 import { AgentStateFile, type AgentState } from './state.js';
 import { BUILTIN_TOOLS, SYSTEM_PROMPT } from './tools.js';
@@ -23,6 +25,10 @@ export interface AgentStepInput {
   commandTimeoutMs: number;
   /** Bytes of command output shown to the model. */
   maxOutputBytes: number;
+  /** How long the gateway may be unreachable during the model call before the step fails, ms. Default 90000. */
+  gatewayOutageMs?: number;
+  /** Aborts the wait for an unreachable gateway (the activity was cancelled). */
+  signal?: AbortSignal;
 }
 
 /** Small result of one step: it travels in a Temporal payload. */
@@ -84,12 +90,20 @@ export async function runAgentStep(deps: AgentStepDeps, input: AgentStepInput): 
 }
 
 async function callModel(state: AgentState, input: AgentStepInput, file: AgentStateFile): Promise<void> {
-  const response = await fetchForSession(input.gatewayUrls, gatewaySessionId(input.episodeId, input.attempt), '/v1/chat/completions', {
+  const sessionId = gatewaySessionId(input.episodeId, input.attempt);
+  const init = {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${input.sessionKey}` },
+    // The turn's position names the call: repeated after the gateway committed it but before its
+    // answer arrived, the gateway answers from the stored turn instead of sampling a second one.
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${input.sessionKey}`, [TURN_HEADER]: String(state.turns) },
     body: JSON.stringify({ model: 'policy', messages: state.messages, tools: BUILTIN_TOOLS }),
+    signal: input.signal,
+  };
+  const response = await throughOutage(() => readWhole(fetchForSession(input.gatewayUrls, sessionId, '/v1/chat/completions', init)), {
+    outageMs: input.gatewayOutageMs,
+    signal: input.signal,
   });
-  const text = await response.text();
+  const { text } = response;
   if (!response.ok) throw new AgentProtocolError(`gateway answered ${response.status}: ${text.slice(0, 500)}`);
   const choice = ChatResponse.parse(JSON.parse(text)).choices[0]!;
   const calls = choice.message.tool_calls ?? [];

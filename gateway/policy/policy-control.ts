@@ -14,6 +14,12 @@ export interface PauseResult {
   aborted: number;
 }
 
+/**
+ * Highest policy version a resume may set: versions only grow, so one near
+ * `Number.MAX_SAFE_INTEGER` would leave no version to move to (and no lower one can be set).
+ */
+export const MAX_POLICY_VERSION = 2 ** 31 - 1;
+
 /** A resume asked for an older version than the one served. */
 export class PolicyVersionError extends Error {
   override name = 'PolicyVersionError';

@@ -8,6 +8,7 @@ import { disconnectSignal, sessionKeyOf } from '../auth.js';
 import { GatewayError, InvalidRequestError, UnknownSessionError } from '../session/errors.js';
 import type { AssistantMessage, TurnResult } from '../session/turn-runner.js';
 import { runTurn } from '../session/turn-runner.js';
+import { TURN_HEADER, turnPositionOf } from '../session/replay.js';
 import type { GatewayDeps } from '../deps.js';
 
 const TextPart = z.object({ type: z.string(), text: z.string().optional() }).passthrough();
@@ -152,6 +153,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: GatewayDeps)
       temperature: body.temperature ?? undefined,
       topP: body.top_p ?? undefined,
       signal,
+      turnPosition: turnPositionOf(request.headers[TURN_HEADER]),
     };
 
     if (!body.stream) {

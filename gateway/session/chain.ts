@@ -9,7 +9,11 @@ export interface ChainTurn {
   historyBefore: number;
   /** Token offset where this turn's sampled tokens begin. */
   sampledFrom: number;
+  /** Why its generation ended, as the protocols report it (a repeated call is answered with it). */
+  finishReason: TurnFinishReason;
 }
+
+export type TurnFinishReason = 'stop' | 'tool_calls' | 'length';
 
 /**
  * One linear token sequence of a session. `history` is the canonical conversation the tokens
@@ -40,6 +44,7 @@ export class Chain {
     sampled: number[];
     reply: ChatMessage;
     rolledBack: boolean;
+    finishReason: TurnFinishReason;
   }): ChainTurn {
     if (turn.rolledBack) this.turns.pop();
     this.tokens = [...this.tokens.slice(0, turn.baseTokens), ...turn.delta, ...turn.sampled];
@@ -54,6 +59,7 @@ export class Chain {
       start: turn.baseTokens,
       historyBefore: turn.baseHistory,
       sampledFrom: turn.baseTokens + turn.delta.length,
+      finishReason: turn.finishReason,
     };
     this.turns.push(committed);
     return committed;

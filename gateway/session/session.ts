@@ -52,6 +52,8 @@ export class GatewaySession {
         sampled: turn.sampled,
         reply,
         rolledBack: false,
+        // Stored as the trajectory spec names it (`tool_call`, `abort_resumed`, ...).
+        finishReason: reply.tool_calls?.length ? 'tool_calls' : turn.finishReason === 'length' ? 'length' : 'stop',
       });
       session.liveTurns += 1;
       session.toolCalls += reply.tool_calls?.length ?? 0;

@@ -7,6 +7,7 @@ import { toolsKeyOf, type Chain } from './chain.js';
 import { planRequest, type ChainPlan } from './planner.js';
 import type { GatewaySession } from './session.js';
 import { SessionMovedError } from './errors.js';
+import { findRepeatedTurn } from './replay.js';
 
 /** One model call as every protocol lowers it. */
 export interface TurnInput {
@@ -20,6 +21,8 @@ export interface TurnInput {
   onTokens?: (ids: number[]) => void;
   /** The prompt is encoded and about to go to the engine (its size, for usage sent up front). */
   onPrompt?: (promptTokens: number) => void;
+  /** The chain position the client asks for (`TURN_HEADER`): a repeat of a committed turn is answered from it. */
+  turnPosition?: number;
 }
 
 export interface TurnUsage {
@@ -66,9 +69,14 @@ interface Reservation {
  * chains of one session (a title request beside the main loop, parallel sub-agents) generate
  * concurrently; a request for a chain that is generating waits and plans again.
  */
-async function reserve(session: GatewaySession, input: TurnInput): Promise<Reservation | BudgetResult> {
+async function reserve(session: GatewaySession, input: TurnInput): Promise<Reservation | BudgetResult | { repeated: Chain }> {
   for (;;) {
-    const step = await session.lock.run(async (): Promise<Reservation | BudgetResult | { wait: Promise<void> }> => {
+    const step = await session.lock.run(async (): Promise<Reservation | BudgetResult | { repeated: Chain } | { wait: Promise<void> }> => {
+      const keys = input.messages.map(canonicalKey);
+      const toolsKey = toolsKeyOf(input.tools);
+      // Before the budgets: the repeated turn was within them when it was committed.
+      const repeated = input.turnPosition === undefined ? undefined : findRepeatedTurn(session.chains, keys, toolsKey, input.turnPosition);
+      if (repeated) return { repeated };
       const { budgets } = session.record.info;
       const exceeded: BudgetReason | undefined =
         session.liveTurns >= budgets.maxTurns
@@ -80,7 +88,7 @@ async function reserve(session: GatewaySession, input: TurnInput): Promise<Reser
         session.terminationReason ??= exceeded;
         return { kind: 'budget', reason: exceeded, usage: NO_USAGE };
       }
-      const plan = planRequest(session.chains, input.messages, input.messages.map(canonicalKey), toolsKeyOf(input.tools));
+      const plan = planRequest(session.chains, input.messages, keys, toolsKey);
       const chain = plan.kind === 'new' ? session.newChain(input.tools) : plan.chain;
       if (chain.busy) return { wait: chain.busy };
       let release!: () => void;
@@ -151,12 +159,33 @@ async function generateRouted(
 }
 
 /**
+ * The answer of a chain's last turn, as it was committed: its reply, finish reason and sampled
+ * tokens (streamed again to `onTokens`). Nothing is generated or stored; the engine saw none of it
+ * again, so no prompt token counts as cached.
+ */
+function repeatedTurn(chain: Chain, input: TurnInput): TurnResult {
+  const turn = chain.turns[chain.turns.length - 1]!;
+  const reply = chain.history[chain.history.length - 1] as AssistantMessage;
+  const sampled = chain.tokens.slice(turn.sampledFrom);
+  input.onPrompt?.(turn.sampledFrom);
+  input.onTokens?.(sampled);
+  return {
+    kind: 'generated',
+    parsed: { reasoning: reply.reasoning_content, content: reply.content, toolCalls: reply.tool_calls ?? [], invalidToolCalls: 0 },
+    reply,
+    finishReason: turn.finishReason,
+    usage: { promptTokens: turn.sampledFrom, completionTokens: sampled.length, cachedTokens: 0 },
+  };
+}
+
+/**
  * Runs one model call against a session: plan the chain, encode only what is new, generate with
  * token ids, and commit the turn (store first, then memory) — or leave everything as it was when
  * the generation is aborted or fails.
  */
 export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, input: TurnInput): Promise<TurnResult> {
   const reserved = await reserve(session, input);
+  if ('repeated' in reserved) return repeatedTurn(reserved.repeated, input);
   if (!('chain' in reserved)) return reserved;
   const { plan, chain, release } = reserved;
   try {
@@ -246,6 +275,7 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
         sampled: result.ids,
         reply,
         rolledBack: plan.kind === 'rollback',
+        finishReason,
       });
     });
     return {

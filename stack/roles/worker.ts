@@ -88,6 +88,7 @@ export function startWorker(config: Config, shared: WorkerShared = {}): Promise<
       sandbox,
       tasks: shared.tasks ?? new TaskCatalog(),
       gateway,
+      gatewayOutageMs: config.limits.gatewayOutageMs,
       hostQueue,
       agentStateDir: paths.agentState,
       artifacts,

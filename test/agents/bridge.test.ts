@@ -12,6 +12,7 @@ import {
   type GatewayBridge,
 } from '../../sandbox/bridge.js';
 import { createSandboxProvider, type SandboxProvider } from '../../sandbox/index.js';
+import { freePort } from '../../stack/ports.js';
 
 let server: http.Server;
 let serverUrl: string;
@@ -92,5 +93,44 @@ describe('the gateway bridge', () => {
     await expect(
       import('node:fs/promises').then((fs) => fs.stat(other.hostSocketPath)),
     ).rejects.toThrow(/ENOENT/);
+  });
+
+  describe('while the gateway restarts', () => {
+    /** POSTs through the bridge's host socket, as the forwarder would; rejects when the bridge drops the connection. */
+    const viaSocket = (socketPath: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const req = http.request({ socketPath, method: 'POST', path: '/v1/y' }, (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => resolve(text));
+        });
+        req.on('error', reject);
+        req.end('again');
+      });
+    const bridgeTo = async (port: number, outageMs: number) =>
+      startGatewayBridge({ sandboxTmpHostDir: mkdtempSync(path.join(os.tmpdir(), 'br-')), gatewayUrls: [`http://127.0.0.1:${port}`], sessionId: 's', outageMs });
+
+    it('holds an agent connection until the gateway listens again', async () => {
+      const port = await freePort();
+      const restarting = await bridgeTo(port, 10_000);
+      const answer = viaSocket(restarting.hostSocketPath);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const late = http.createServer((req, res) => req.resume().on('end', () => res.end(`late ${req.url}`)));
+      await new Promise<void>((resolve) => late.listen(port, '127.0.0.1', resolve));
+      try {
+        expect(await answer).toBe('late /v1/y');
+      } finally {
+        await restarting.close();
+        late.close();
+      }
+    });
+
+    it('drops it once the gateway has been gone for longer than the bound', async () => {
+      const gone = await bridgeTo(await freePort(), 300);
+      const started = Date.now();
+      await expect(viaSocket(gone.hostSocketPath)).rejects.toThrow();
+      expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+      await gone.close();
+    });
   });
 });

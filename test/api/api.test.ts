@@ -1,7 +1,8 @@
-import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { tableFromIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchManifest, FinishedGroup, FinishedGroupsAnswer } from '../../activities/types.js';
+import { gatewayAdminToken } from '../../stack/secrets.js';
 import { startStack, type Stack } from '../../stack/stack.js';
 import { episodeRows, type TrajectoryRow } from '../../trajectory/index.js';
 import { readTrajectories } from '../helpers/arrow.js';
@@ -13,7 +14,8 @@ const run = Date.now().toString(36);
 
 beforeAll(async () => {
   engines = await startTestEngines({ count: 2, wanderProbability: 0.4 });
-  stack = await startStack(testConfig({ engines: engines.instances }));
+  // Lower bounds of tasks and episodes, so a request past them fits the built-in pack.
+  stack = await startStack(testConfig({ engines: engines.instances, bounds: { maxTasksPerBatch: 8, maxEpisodesPerBatch: 20 } }));
 });
 
 afterAll(async () => {
@@ -21,10 +23,11 @@ afterAll(async () => {
   await engines?.close();
 });
 
-async function api(method: 'GET' | 'POST', route: string, body?: unknown): Promise<{ status: number; json: any }> {
+async function api(method: 'GET' | 'POST', route: string, body?: unknown, token: string | null = stack.apiToken): Promise<{ status: number; json: any }> {
+  const auth: Record<string, string> = token === null ? {} : { authorization: `Bearer ${token}` };
   const response = await fetch(`${stack.apiUrl}${route}`, {
     method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    headers: body === undefined ? auth : { ...auth, 'content-type': 'application/json' },
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await response.text();
@@ -43,7 +46,7 @@ function streamRows(bytes: Uint8Array): TrajectoryRow[] {
 }
 
 async function data(batchId: string, query = ''): Promise<{ status: number; type: string | null; rows: TrajectoryRow[] }> {
-  const response = await fetch(`${stack.apiUrl}/v1/batches/${batchId}/data${query}`);
+  const response = await fetch(`${stack.apiUrl}/v1/batches/${batchId}/data${query}`, { headers: { authorization: `Bearer ${stack.apiToken}` } });
   return { status: response.status, type: response.headers.get('content-type'), rows: streamRows(new Uint8Array(await response.arrayBuffer())) };
 }
 
@@ -269,5 +272,110 @@ describe('the HTTP batch API on a real stack', () => {
     const { status, json } = await api('GET', '/v1/batches/no-such-batch');
     expect(status).toBe(404);
     expect(json).toEqual({ error: { type: 'not_found', message: 'no batch no-such-batch' } });
+  });
+});
+
+/** Whether Temporal has a workflow with this id: a refused request must have started none. */
+async function workflowExists(id: string): Promise<boolean> {
+  try {
+    await stack.client.workflow.getHandle(id).describe();
+    return true;
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return false;
+    throw error;
+  }
+}
+
+describe('the batch API refuses what would hurt the stack, before anything starts', () => {
+  const eight = ['js-ini-parser-1', 'py-roman-numerals-1', 'js-lru-cache-1', 'py-slugify-1', 'js-csv-split-1'];
+
+  it.each([
+    [{ n: 65 }, 'n is 65, above bounds.maxSamplesPerTask = 64'],
+    [{ n: 1_000_000_000, task_ids: ['py-slugify-1'] }, 'bounds.maxSamplesPerTask'],
+    [{ n: 1, task_ids: [...eight, ...eight] }, 'taskIds (count) is 10, above bounds.maxTasksPerBatch = 8'],
+    [{ n: 3 }, 'episodes (tasks × n) is 24, above bounds.maxEpisodesPerBatch = 20'],
+    [{ n: 1, concurrency: 513 }, 'concurrency is 513, above bounds.maxConcurrency = 512'],
+    [{ n: 1, limits: { max_turns: 1001 } }, 'limits.maxTurns is 1001, above bounds.maxTurns = 1000'],
+    [{ n: 1, limits: { max_context_tokens: 2 ** 20 + 1 } }, 'bounds.maxContextTokens = 1048576'],
+    [{ n: 1, limits: { max_wall_time_ms: 86_400_001 } }, 'bounds.maxWallTimeMs = 86400000'],
+    [{ n: 1, limits: { max_infra_attempts: 11 } }, 'bounds.maxInfraAttempts = 10'],
+    [{ n: 1, limits: { command_timeout_ms: 3_600_001 } }, 'bounds.commandTimeoutMs = 3600000'],
+    [{ n: 1, sampling: { max_tokens: 262_145 } }, 'sampling.maxTokens is 262145, above bounds.maxTokens = 262144'],
+  ])('answers %j with 400 naming the field and its bound, and starts no workflow', async (request, mentions) => {
+    const batchId = `bound-${run}-${Math.random().toString(36).slice(2, 8)}`;
+    const { status, json } = await api('POST', '/v1/batches', { batch_id: batchId, ...request });
+    expect(status).toBe(400);
+    expect(json.error.type).toBe('invalid_request');
+    expect(json.error.message).toContain(mentions);
+    expect(await workflowExists(batchId)).toBe(false);
+  });
+
+  it.each(['null', '[]', '"batch"', '7'])('answers a JSON %s body with 400, never a default batch', async (body) => {
+    const { status, json } = await api('POST', '/v1/batches', body);
+    expect(status).toBe(400);
+    expect(json.error.message).toContain('request body');
+  });
+
+  it.each(['/etc', '../../../../etc/passwd', `${process.cwd()}/../outside.jsonl`])('answers tasks %s outside batch.taskRoots with 400', async (tasks) => {
+    const batchId = `roots-${run}-${Math.random().toString(36).slice(2, 8)}`;
+    const { status, json } = await api('POST', '/v1/batches', { batch_id: batchId, tasks, n: 1 });
+    expect(status).toBe(400);
+    expect(json.error.message).toContain('outside batch.taskRoots');
+    expect(await workflowExists(batchId)).toBe(false);
+  });
+
+  it.each([
+    ['POST', '/v1/batches', { batch_id: 'a..b', n: 1 }],
+    ['POST', '/v1/batches', { batch_id: 'a/b', n: 1 }],
+    ['POST', '/v1/batches', { batch_id: 'x'.repeat(201), n: 1 }],
+    ['GET', '/v1/batches/a..b', undefined],
+    ['GET', '/v1/batches/a%2Fb', undefined],
+    ['POST', '/v1/batches/a..b/cancel', undefined],
+    ['GET', `/v1/batches/api-${run}/data?group_id=..%2Fx`, undefined],
+    ['GET', `/v1/batches/api-${run}/data?group_id=ok&group_id=a..b`, undefined],
+    ['POST', `/v1/batches/api-${run}/ack`, { group_ids: ['a/b'] }],
+  ] as const)('answers %s %s with a bad id with 400', async (method, route, payload) => {
+    const { status, json } = await api(method, route, payload);
+    expect(status).toBe(400);
+    expect(json.error.message).toContain('no ".."');
+    expect(await workflowExists('a..b')).toBe(false);
+  });
+
+  it.each([
+    ['POST', '/v1/batches', { n: 1 }],
+    ['GET', '/v1/batches/x', undefined],
+    ['GET', '/v1/batches/x/groups', undefined],
+    ['GET', '/v1/batches/x/data', undefined],
+    ['POST', '/v1/batches/x/ack', { group_ids: ['x.g0'] }],
+    ['POST', '/v1/batches/x/cancel', undefined],
+    ['POST', '/v1/batches/x/logprobs', { trajectories: [{ trajectory_id: 't', logprobs: [] }] }],
+    ['GET', '/v1/batches/x/logprobs/00000000-0000-4000-8000-000000000000', undefined],
+    ['GET', '/v1/policy', undefined],
+    ['POST', '/v1/policy/pause', { mode: 'finish' }],
+    ['POST', '/v1/policy/resume', { version: 0 }],
+  ] as const)('answers %s %s with 401 without the bearer token or with a wrong one', async (method, route, payload) => {
+    for (const token of [null, 'wrong', `${stack.apiToken}x`]) {
+      const { status, json } = await api(method, route, payload, token);
+      expect(status, String(token)).toBe(401);
+      expect(json.error.type).toBe('unauthorized');
+    }
+    expect((await api('GET', '/health', undefined, null)).status).not.toBe(401);
+    expect(await api('GET', '/v1/policy')).toMatchObject({ status: 200, json: { paused: false } });
+  });
+
+  it('refuses a resume past version 2^31-1 on the API and on the gateway, and the version stays', async () => {
+    const before = (await api('GET', '/v1/policy')).json.version as number;
+    for (const version of [2 ** 31, Number.MAX_SAFE_INTEGER]) {
+      const { status, json } = await api('POST', '/v1/policy/resume', { version });
+      expect(status).toBe(400);
+      expect(json.error.message).toContain('version');
+      const direct = await fetch(`${stack.gatewayUrl}/admin/v1/policy/resume`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${gatewayAdminToken(stack.config)}` },
+        body: JSON.stringify({ version }),
+      });
+      expect(direct.status).toBe(400);
+    }
+    expect((await api('GET', '/v1/policy')).json.version).toBe(before);
   });
 });

@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { ConfigSchema } from '../../stack/config.js';
+import { ConfigSchema, episodeLimits } from '../../stack/config.js';
+import { BOUND_DEFAULTS } from '../../workflows/batch-bounds.js';
 import { BATCH_DEFAULTS, isStale, resolveBatchRequest } from '../../workflows/batch-request.js';
 
 describe('the batch request a trainer sends by name', () => {
@@ -14,7 +15,7 @@ describe('the batch request a trainer sends by name', () => {
       continueAfterEvents: config.batch.continueAfterEvents,
       maxStaleness: null,
       staleAction: 'drop',
-      limits: config.limits,
+      limits: episodeLimits(config),
       sampling: config.sampling,
       timeouts: { scheduleToStartMs: config.worker.scheduleToStartMs, cleanupWindowMs: config.worker.cleanupWindowMs },
     });
@@ -22,6 +23,20 @@ describe('the batch request a trainer sends by name', () => {
 
   it('needs only taskIds and n; the batch id is the workflow id', () => {
     expect(resolveBatchRequest({ taskIds: ['a'], n: 2 }, 'wf-1')).toEqual({ ...BATCH_DEFAULTS, batchId: 'wf-1', taskIds: ['a'], n: 2 });
+  });
+
+  it('refuses a workflow id that is not a safe batch id when the request names none', () => {
+    expect(() => resolveBatchRequest({ taskIds: ['a'], n: 1 }, 'wf/../x')).toThrow(/batch id "wf\/\.\.\/x" is not valid/);
+  });
+
+  it('takes requests at the default bounds, the highest the configuration may set', () => {
+    const config = ConfigSchema.parse({});
+    expect(config.bounds).toEqual(BOUND_DEFAULTS);
+    expect(ConfigSchema.safeParse({ bounds: { maxSamplesPerTask: 65 } }).success).toBe(false);
+    expect(ConfigSchema.safeParse({ bounds: { maxSamplesPerTask: 8 } }).success).toBe(true);
+    const b = BOUND_DEFAULTS;
+    const atBounds = { taskIds: ['a'], n: b.maxSamplesPerTask, concurrency: b.maxConcurrency, limits: { maxTurns: b.maxTurns, maxContextTokens: b.maxContextTokens, maxWallTimeMs: b.maxWallTimeMs, maxInfraAttempts: b.maxInfraAttempts, commandTimeoutMs: b.commandTimeoutMs }, sampling: { maxTokens: b.maxTokens } };
+    expect(resolveBatchRequest(atBounds, 'wf').n).toBe(64);
   });
 
   it('merges partial limits and sampling key by key', () => {
@@ -42,6 +57,16 @@ describe('the batch request a trainer sends by name', () => {
     [{ taskIds: ['a'], n: 1, limits: { maxTurn: 3 } }, 'limits.maxTurn'],
     [{ taskIds: ['a'], n: 1, sampling: { temperature: '1' } }, 'sampling.temperature'],
     [{ task_ids: ['a'], n: 1 }, 'taskIds'],
+    [{ taskIds: ['a'], n: 65 }, 'n is 65, above bounds.maxSamplesPerTask = 64'],
+    [{ taskIds: ['a'], n: 1_000_000_000 }, 'bounds.maxSamplesPerTask'],
+    [{ taskIds: Array.from({ length: 10_001 }, (_, i) => `t${i}`), n: 1 }, 'bounds.maxTasksPerBatch = 10000'],
+    [{ taskIds: Array.from({ length: 2_000 }, (_, i) => `t${i}`), n: 64 }, 'episodes (tasks × n) is 128000, above bounds.maxEpisodesPerBatch = 100000'],
+    [{ taskIds: ['a'], n: 1, concurrency: 513 }, 'bounds.maxConcurrency'],
+    [{ taskIds: ['a'], n: 1, limits: { maxTurns: 1001 } }, 'limits.maxTurns is 1001'],
+    [{ taskIds: ['a'], n: 1, limits: { maxWallTimeMs: 86_400_001 } }, 'bounds.maxWallTimeMs'],
+    [{ taskIds: ['a'], n: 1, sampling: { maxTokens: 262_145 } }, 'bounds.maxTokens'],
+    [{ taskIds: ['a'], n: 1, batchId: 'a..b' }, 'batch id "a..b" is not valid'],
+    [{ taskIds: ['a'], n: 1, batchId: 'a/b' }, 'batch id "a/b" is not valid'],
   ])('fails the workflow at once (non-retryable) on %j', (request, message) => {
     let caught: unknown;
     try {

@@ -65,7 +65,7 @@ describe('a batch whose group files cannot be written', () => {
   });
 
   it('answers the batch API data route with 409 export_failed, naming the episodes', async () => {
-    const response = await fetch(`${stack.apiUrl}/v1/batches/${batchId}/data`);
+    const response = await fetch(`${stack.apiUrl}/v1/batches/${batchId}/data`, { headers: { authorization: `Bearer ${stack.apiToken}` } });
     expect(response.status).toBe(409);
     const body = (await response.json()) as { error: { type: string; message: string } };
     expect(body.error.type).toBe('export_failed');

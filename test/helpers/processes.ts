@@ -32,3 +32,21 @@ export function runCli(args: string[], cwd = PROJECT_ROOT): Promise<{ code: numb
 export function waitForExit(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
 }
+
+/** Runs `rollout gateway` as its own process over `config`; resolves once it listens. */
+export function spawnGatewayRole(config: Config): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+  const file = path.join(config.dataDir, `gateway-${Date.now()}.json`);
+  writeFileSync(file, JSON.stringify(config));
+  const child = spawn(process.execPath, [CLI, 'gateway', '--config', file], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const onData = (d: Buffer) => {
+      output += d.toString();
+      const url = /gateway listening on (\S+)/.exec(output)?.[1];
+      if (url) resolve({ child, url, output: () => output });
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`rollout gateway exited (${code}) before listening: ${output}`)));
+  });
+}

@@ -1,5 +1,5 @@
 import { Client } from '@temporalio/client';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { buildApiServer } from '../../api/index.js';
@@ -20,12 +20,17 @@ describe('configuration for many machines', () => {
     expect([storeUrl(config), gatewayAdminToken(config), apiToken(config), config.temporal.apiKey]).toEqual([pg, 'admin', 'flag', 'key']);
   });
 
-  it('defaults to the SQLite file and the minted admin token of the data directory, with no API token', async () => {
+  it('defaults to the SQLite file and the admin and API tokens minted in the data directory (mode 0600)', async () => {
     const dataDir = dir();
     const config = await loadConfig(undefined, { dataDir }, {});
     expect(storeUrl(config)).toBe(dataPaths(dataDir).store);
     expect(gatewayAdminToken(config)).toBe(readFileSync(dataPaths(dataDir).adminToken, 'utf8'));
-    expect(apiToken(config)).toBeNull();
+    const token = apiToken(config);
+    expect(token).toBe(readFileSync(dataPaths(dataDir).apiToken, 'utf8'));
+    expect(token).not.toBe(gatewayAdminToken(config));
+    expect(statSync(dataPaths(dataDir).apiToken).mode & 0o777).toBe(0o600);
+    // Minted once: every process sharing the data directory reads the same one.
+    expect(apiToken(await loadConfig(undefined, { dataDir }, {}))).toBe(token);
   });
 
   it('never mints a token for a shared store', async () => {

@@ -6,7 +6,11 @@ arrival), "trains" on them (no GPU here: it prints the statistics a trainer woul
 trainer/inference log-prob consistency, then pauses generation, bumps the policy version as a
 weight update would, and resumes before the next step.
 
-    python examples/grpo_loop.py --temporal-address 127.0.0.1:7233 --api-url http://127.0.0.1:8400
+    ROLLOUT_API_TOKEN=$(cat .data/api-token) \
+        python examples/grpo_loop.py --temporal-address 127.0.0.1:7233 --api-url http://127.0.0.1:8400
+
+The batch API's bearer token comes from the environment (`ROLLOUT_API_TOKEN`): `rollout dev`
+mints it in `<dataDir>/api-token`.
 """
 
 from __future__ import annotations

@@ -51,12 +51,17 @@ class DevStack:
     log: Path
 
     @property
+    def api_token(self) -> str:
+        """The batch API's bearer token, minted in the data dir by `rollout dev` (stack/paths.ts)."""
+        return (self.data_dir / "api-token").read_text().strip()
+
+    @property
     def store(self) -> Path:
         """The gateway's trajectory store (stack/paths.ts)."""
         return self.data_dir / "trajectories.sqlite"
 
     def client(self) -> RolloutClient:
-        return asyncio.run(RolloutClient.connect(self.temporal_address, task_queue=TASK_QUEUE, api_url=self.api_url))
+        return asyncio.run(RolloutClient.connect(self.temporal_address, task_queue=TASK_QUEUE, api_url=self.api_url, api_token=self.api_token))
 
 
 @dataclass(frozen=True)
@@ -171,6 +176,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"`npx rollout dev` did not become ready:\n{text}")
             time.sleep(0.2)
+        # `rollout dev` says where it minted the API token (never the token itself).
+        assert f"API token: {data_dir / 'api-token'}" in text, text
         yield DevStack(f"127.0.0.1:{temporal_port}", api_url, data_dir, log)
     finally:
         _stop(proc, data_dir)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import subprocess
 import sys
@@ -21,6 +22,8 @@ def test_grpo_loop_runs_two_steps_and_bumps_the_policy_version_each_time(stack: 
         [sys.executable, str(EXAMPLE), "--temporal-address", stack.temporal_address, "--api-url", stack.api_url]
         + ["--task-queue", TASK_QUEUE, "--n", "2", "--run", "example", "--keep-uniform-groups", "--tasks", "py-slugify-1", "js-csv-split-1"],
         check=False,
+        # The example's client takes the API token from the environment, as a trainer's would.
+        env={**os.environ, "ROLLOUT_API_TOKEN": stack.api_token},
         capture_output=True,
         text=True,
         timeout=300,

@@ -51,6 +51,22 @@ def test_pause_then_resume_moves_the_policy_to_the_new_version(stack: DevStack) 
     asyncio.run(run())
 
 
+def test_the_api_token_comes_from_the_environment_and_a_wrong_or_missing_one_is_refused(stack: DevStack, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def status(api_token: str | None) -> int:
+        client = await RolloutClient.connect(stack.temporal_address, api_url=stack.api_url, api_token=api_token)
+        try:
+            await client.policy()
+        except ApiError as error:
+            return error.status
+        return 200
+
+    monkeypatch.setenv("ROLLOUT_API_TOKEN", stack.api_token)
+    assert asyncio.run(status(None)) == 200
+    assert asyncio.run(status("wrong")) == 401
+    monkeypatch.delenv("ROLLOUT_API_TOKEN")
+    assert asyncio.run(status(None)) == 401
+
+
 def test_resuming_to_an_older_version_is_refused(stack: DevStack) -> None:
     client = _client(stack)
 

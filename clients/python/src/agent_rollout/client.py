@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,16 +120,20 @@ class RolloutClient:
         namespace: str = "default",
         task_queue: str = DEFAULT_TASK_QUEUE,
         api_url: str | None = None,
+        api_token: str | None = None,
     ) -> RolloutClient:
         """
         Connects to the Temporal front end (``host:port``; ``npx rollout dev`` prints it).
 
         ``namespace`` defaults to ``default``; ``task_queue`` to ``agent-rollout`` (the service's
         ``temporal.taskQueue``); ``api_url`` (default None: HTTP calls raise
-        :class:`ApiNotConfiguredError`) is the API server's base URL, e.g. ``http://127.0.0.1:8400``.
+        :class:`ApiNotConfiguredError`) is the API server's base URL, e.g. ``http://127.0.0.1:8400``;
+        ``api_token`` is its bearer token (default: env ``ROLLOUT_API_TOKEN``; ``npx rollout dev``
+        prints the file it minted it in).
         """
         client = await Client.connect(temporal_address, namespace=namespace)
-        return cls(client, task_queue, HttpApi(api_url) if api_url else None)
+        token = api_token if api_token is not None else os.environ.get("ROLLOUT_API_TOKEN")
+        return cls(client, task_queue, HttpApi(api_url, token) if api_url else None)
 
     def handle(self, batch_id: str) -> WorkflowHandle[Any, Any]:
         """The batch's workflow handle (workflow id = batch id; follows continue-as-new)."""

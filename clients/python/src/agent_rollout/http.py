@@ -19,18 +19,24 @@ class HttpApi:
     """
     A thin JSON client of the API server (``npx rollout dev`` starts it; config ``api.port``).
 
-    ``timeout_s`` (default 600) bounds one request: ``pause`` answers only once the gateway is
-    quiescent, which takes as long as the longest in-flight turn.
+    ``token`` is the API's bearer token (config ``api.token``; ``rollout dev`` mints one in
+    ``<dataDir>/api-token``); every route needs it. ``timeout_s`` (default 600) bounds one request:
+    ``pause`` answers only once the gateway is quiescent, which takes as long as the longest
+    in-flight turn.
     """
 
-    def __init__(self, base_url: str, timeout_s: float = 600.0) -> None:
+    def __init__(self, base_url: str, token: str | None = None, timeout_s: float = 600.0) -> None:
         self.base_url = base_url.rstrip("/")
+        self.token = token
         self.timeout_s = timeout_s
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
         url = f"{self.base_url}{path}"
         data = None if body is None else json.dumps(body).encode()
-        request = Request(url, data=data, method=method, headers={"content-type": "application/json", "accept": "application/json"})
+        headers = {"content-type": "application/json", "accept": "application/json"}
+        if self.token:
+            headers["authorization"] = f"Bearer {self.token}"
+        request = Request(url, data=data, method=method, headers=headers)
         try:
             with urlopen(request, timeout=self.timeout_s) as response:
                 text = response.read().decode()

@@ -26,12 +26,13 @@ class SyncRolloutClient:
         namespace: str = "default",
         task_queue: str = DEFAULT_TASK_QUEUE,
         api_url: str | None = None,
+        api_token: str | None = None,
     ) -> None:
         """Connects like :meth:`RolloutClient.connect`, with the same defaults."""
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="agent-rollout", daemon=True)
         self._thread.start()
-        self.client = self._run(RolloutClient.connect(temporal_address, namespace, task_queue, api_url))
+        self.client = self._run(RolloutClient.connect(temporal_address, namespace, task_queue, api_url, api_token))
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
