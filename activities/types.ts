@@ -164,33 +164,39 @@ export interface ManifestFile {
  */
 export type GroupStatus = 'finished' | 'failure' | 'filtered' | 'export_failed';
 
-export interface GroupState {
-  groupId: string;
-  taskId: string;
-  rewards: (number | null)[];
-  failures: GroupFailure[];
-  /** Stale re-runs per sample index (absent: none); the episode id of a re-run says which one. */
-  reruns: Record<number, number>;
-  /** Set once every sample of the group has ended. */
-  status: GroupStatus | null;
-  /** The group's own Arrow file, written when it finished; null for filtered and failed groups. */
-  file: ManifestFile | null;
-  /** For `export_failed`: the ok episodes whose rows are not in a file. Absent in older carries. */
-  missingEpisodeIds?: string[];
+/**
+ * A group some of whose samples have ended, not all: what the batch workflow keeps of it until
+ * the rest end. Each sample's reward or failure is in the store, not here.
+ */
+export interface OpenGroup {
+  taskIndex: number;
+  /** Samples ended so far. */
+  ended: number;
+  /** Of them, ok (with a reward). */
+  ok: number;
+  /** The first ok reward, and whether every ok reward so far equals it (a uniform group may be filtered). */
+  firstReward: number | null;
+  uniform: boolean;
 }
 
-/** What a batch run carries into its next run after continue-as-new. */
+/**
+ * What a batch run carries into its next run after continue-as-new: cursors and counts only, and
+ * the groups left open (at most one: a run continues only once its running episodes ended). Its
+ * size does not grow with the batch.
+ */
 export interface BatchCarry {
+  /** Index (task × n + sample) of the next episode to launch. */
   nextIndex: number;
-  groups: GroupState[];
-  /** Indices into `groups`, in the order the groups finished (the `finishedGroups` cursor). */
-  finishedOrder: number[];
   startedAtMs: number;
   episodesOk: number;
+  episodesFailed: number;
+  rewardSum: number;
   tokens: number;
   stale: number;
-  /** Groups reported `export_failed`. Absent in older carries. */
-  exportFailed?: number;
+  exportFailed: number;
+  /** Groups finished and recorded in the store: the next group's finish position. */
+  groupsFinished: number;
+  open: OpenGroup[];
 }
 
 export interface ManifestGroup {
@@ -237,8 +243,15 @@ export interface BatchManifest {
    * failed or some group is `export_failed`.
    */
   status: 'complete' | 'partial' | 'cancelled';
+  /** Empty when `manifest_uri` is set. */
   groups: FinishedGroup[];
+  /** Empty when `manifest_uri` is set. */
   files: ManifestFile[];
+  /**
+   * Set for a manifest too large for a workflow result (see activities/batch-results.ts): the
+   * whole manifest, as JSON, is at this URI of the artifact store; `groups` and `files` are empty.
+   */
+  manifest_uri?: string;
   stats: { episodes: number; chains: number; tokens: number; wall_s: number; stale: number; export_failed: number };
 }
 

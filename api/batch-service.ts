@@ -1,7 +1,9 @@
 import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
 import type { BatchManifest, BatchProgress, FinishedGroupsAnswer } from '../activities/types.js';
 import { BatchRequestError, buildBatchInput, startBatch, type BatchSpec } from '../stack/batches.js';
+import { endedBatchManifest } from '../stack/batch-manifest.js';
 import type { Config } from '../stack/config.js';
+import type { ArtifactStore } from '../trajectory/index.js';
 import { TaskLoadError } from '../tasks/loader.js';
 import { MAX_GROUPS_PER_ANSWER } from '../workflows/batch-request.js';
 import type { batchWorkflow } from '../workflows/batch.js';
@@ -28,6 +30,8 @@ export class BatchService {
   constructor(
     private readonly client: Client,
     private readonly config: Config,
+    /** Where the manifests too large for a workflow result are (`manifest_uri`). */
+    private readonly artifacts: ArtifactStore,
   ) {}
 
   private handle(batchId: string): WorkflowHandle<typeof batchWorkflow> {
@@ -69,8 +73,11 @@ export class BatchService {
     );
   }
 
-  manifest(batchId: string): Promise<BatchManifest> {
-    return this.handle(batchId).result();
+  /** The manifest of a batch that has ended (completed or cancelled), whole. */
+  async manifest(batchId: string): Promise<BatchManifest> {
+    const status = await this.status(batchId);
+    if (status !== 'completed' && status !== 'cancelled') throw new BatchStateError(`batch ${batchId} ended without a manifest (${status})`);
+    return endedBatchManifest(this.handle(batchId), this.artifacts);
   }
 
   /**
@@ -83,7 +90,7 @@ export class BatchService {
     const deadline = Date.now() + timeoutS * 1000;
     for (;;) {
       const status = await this.status(batchId);
-      if (status === 'completed') {
+      if (status === 'completed' || status === 'cancelled') {
         const manifest = await this.manifest(batchId);
         const groups = manifest.groups.slice(after, after + MAX_GROUPS_PER_ANSWER);
         const next = after + groups.length;

@@ -112,7 +112,7 @@ export function apiRoutes(deps: RouteDeps): RouteSpec[] {
           batch_id: params.id,
           status,
           progress: progress ? progressOut(progress) : null,
-          manifest: status === 'completed' ? await batches.manifest(params.id) : null,
+          manifest: status === 'completed' || status === 'cancelled' ? await batches.manifest(params.id) : null,
           acked_group_ids: await store.ackedGroups(params.id),
           logprob_reports: (await store.listReports(params.id)).map((r) => reportUri(params.id, r.reportId)),
         };

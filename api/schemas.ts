@@ -102,7 +102,7 @@ export const BatchStatusAnswer = z.object({
   batch_id: z.string(),
   status: z.enum(['running', 'completed', 'failed', 'cancelled', 'terminated', 'timed_out', 'unknown']).describe('The batch workflow status.'),
   progress: Progress.nullable(),
-  manifest: Manifest.nullable().describe('The result, once the batch workflow has completed.'),
+  manifest: Manifest.nullable().describe('The manifest, once the batch has ended (completed, or cancelled).'),
   acked_group_ids: z.array(z.string()),
   logprob_reports: z.array(z.string()).describe('Paths (`/v1/batches/{id}/logprobs/{report_id}`) of the stored log-prob consistency reports, oldest first.'),
 });

@@ -56,7 +56,7 @@ export function buildApiServer(deps: ApiDeps): FastifyInstance {
   });
   const routes = apiRoutes({
     config: deps.config,
-    batches: new BatchService(deps.client, deps.config),
+    batches: new BatchService(deps.client, deps.config, deps.artifacts),
     store: deps.store,
     artifacts: deps.artifacts,
     gateway: new GatewayAdminClient(deps.gateway),

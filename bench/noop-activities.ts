@@ -1,12 +1,16 @@
+import { createBatchResultActivities } from '../activities/batch-results.js';
 import type { Activities } from '../activities/index.js';
+import type { ArtifactStore, Store } from '../trajectory/index.js';
 
 /**
  * Activities that do nothing but return well-formed results, so the benchmark measures what
  * Temporal and our workflow structure cost, not sandboxes or models. Each trivial episode runs
- * `EPISODE_ACTIVITIES` of them (one agent step).
+ * `EPISODE_ACTIVITIES` of them (one agent step). The batch's own bookkeeping (each sample's
+ * ending, its finished groups) is real: it goes to `results.store`.
  */
-export function createNoopActivities(hostQueue: string): Activities & { noop(): Promise<void> } {
+export function createNoopActivities(hostQueue: string, results: { store: Store; artifacts: ArtifactStore }): Activities & { noop(): Promise<void> } {
   return {
+    ...createBatchResultActivities(results),
     noop: async () => undefined,
     admitEpisode: async () => ({ instance: 'noop' }),
     releaseEpisode: async () => undefined,

@@ -17,6 +17,7 @@ import type { BatchRequest, EpisodeInput } from '../activities/types.js';
 import { startPostgresCluster } from '../stack/postgres-cluster.js';
 import { startDevServer } from '../stack/temporal-dev-server.js';
 import { startTemporalServer } from '../stack/temporal-server.js';
+import { DirectoryArtifacts, SqliteStore } from '../trajectory/index.js';
 import { installWorkerRuntime } from '../workers/worker.js';
 import { createNoopActivities, EPISODE_ACTIVITIES } from './noop-activities.js';
 import { freePort } from '../stack/ports.js';
@@ -44,9 +45,10 @@ interface Figures {
 }
 
 /** The three measurements, in alternating rounds, against the Temporal front end at `address`. */
-async function measure(address: string, workflowBundle: WorkflowBundleWithSourceMap): Promise<Figures> {
+async function measure(address: string, workflowBundle: WorkflowBundleWithSourceMap, dataDir: string): Promise<Figures> {
   const nativeConnection = await NativeConnection.connect({ address });
-  const activities = createNoopActivities(HOST_QUEUE);
+  const store = SqliteStore.open(path.join(dataDir, 'store.sqlite'));
+  const activities = createNoopActivities(HOST_QUEUE, { store, artifacts: new DirectoryArtifacts(path.join(dataDir, 'artifacts')) });
   const workers = await Promise.all(
     [TASK_QUEUE, HOST_QUEUE].map((taskQueue) =>
       Worker.create({ connection: nativeConnection, taskQueue, workflowBundle: taskQueue === TASK_QUEUE ? workflowBundle : undefined, activities, maxConcurrentActivityTaskExecutions: 200, maxConcurrentWorkflowTaskExecutions: 100 }),
@@ -83,6 +85,7 @@ async function measure(address: string, workflowBundle: WorkflowBundleWithSource
   await running;
   await connection.close();
   await nativeConnection.close();
+  await store.close();
   return totals;
 }
 
@@ -99,13 +102,13 @@ async function main(): Promise<void> {
 
   const devServer = await startDevServer({ dataDir: path.join(dataDir, 'dev-server'), port: await freePort(), uiPort: 0 });
   console.log(`Temporal dev server (SQLite) ${devServer.address}`);
-  const dev = await measure(devServer.address, workflowBundle);
+  const dev = await measure(devServer.address, workflowBundle, path.join(dataDir, 'dev-results'));
   await devServer.stop();
 
   const postgres = await startPostgresCluster({ dataDir: path.join(dataDir, 'postgres'), port: await freePort() });
   const server = await startTemporalServer({ dataDir: path.join(dataDir, 'temporal-server'), postgres, port: await freePort() });
   console.log(`Temporal server on PostgreSQL ${server.address}`);
-  const pg = await measure(server.address, workflowBundle);
+  const pg = await measure(server.address, workflowBundle, path.join(dataDir, 'pg-results'));
   await server.stop();
   await postgres.stop();
 

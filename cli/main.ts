@@ -17,6 +17,7 @@ import { TaskLoadError } from '../tasks/loader.js';
 import { StoreUrlError } from '../trajectory/index.js';
 import { GroupFileMismatchError, groupsStream, IncompleteGroupsError } from '../api/group-data.js';
 import { openConfiguredArtifacts } from '../stack/artifacts.js';
+import { endedBatchManifest } from '../stack/batch-manifest.js';
 import { ID_RULE, isSafeId } from '../workflows/ids.js';
 import { progressQuery } from '../workflows/queries.js';
 import { parseCliArgs, USAGE, UsageError, type ParsedArgs } from './args.js';
@@ -208,7 +209,7 @@ async function batch(config: Config, args: ParsedArgs): Promise<void> {
         const handle = client.workflow.getHandle(id);
         const description = await handle.describe();
         if (description.status.name === 'RUNNING') say(formatProgress(await handle.query(progressQuery)));
-        else if (description.status.name === 'COMPLETED') say(JSON.stringify(await handle.result(), null, 2));
+        else if (description.status.name === 'COMPLETED' || description.status.name === 'CANCELLED') say(JSON.stringify(await endedBatchManifest(handle), null, 2));
         else say(`batch ${id}: ${description.status.name}`);
         return;
       }
@@ -216,16 +217,16 @@ async function batch(config: Config, args: ParsedArgs): Promise<void> {
         if (!id) throw new UsageError('batch export needs a batch id');
         if (!args.out) throw new UsageError('batch export needs --out FILE');
         // The batch's own group files, joined: exactly the rows the manifest lists.
-        const manifest = (await client.workflow.getHandle(id).result()) as BatchManifest;
-        const out = path.resolve(args.out);
-        await mkdir(path.dirname(out), { recursive: true });
         const artifacts = openConfiguredArtifacts(config);
         try {
+          const manifest = await endedBatchManifest(client.workflow.getHandle(id), artifacts);
+          const out = path.resolve(args.out);
+          await mkdir(path.dirname(out), { recursive: true });
           await writeFile(out, await groupsStream(artifacts, manifest.groups));
+          say(`wrote ${manifest.files.reduce((sum, f) => sum + f.rows, 0)} trajectories of ${manifest.files.length} groups to ${out}`);
         } finally {
           await artifacts.close();
         }
-        say(`wrote ${manifest.files.reduce((sum, f) => sum + f.rows, 0)} trajectories of ${manifest.files.length} groups to ${out}`);
         return;
       }
       default:

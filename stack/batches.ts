@@ -10,6 +10,7 @@ import type { batchWorkflow } from '../workflows/batch.js';
 import { boundViolation } from '../workflows/batch-bounds.js';
 import { ID_RULE, isSafeId } from '../workflows/ids.js';
 import { progressQuery } from '../workflows/queries.js';
+import { endedBatchManifest } from './batch-manifest.js';
 import { episodeLimits, type Config } from './config.js';
 
 /** A batch as the CLI and the HTTP API ask for it; what is left out comes from the configuration. */
@@ -125,7 +126,7 @@ export async function startBatch(client: Client, config: Config, input: BatchInp
 }
 
 /**
- * Waits for the manifest, calling `onProgress` about once a second. A query needs a live worker
+ * Waits for the manifest (see `endedBatchManifest`), calling `onProgress` about once a second. A query needs a live worker
  * and may hang while none polls (one crashed, the next is starting), so each one is bounded and
  * never delays noticing the result.
  */
@@ -134,7 +135,7 @@ export async function followBatch(
   onProgress: (p: BatchProgress) => void,
   intervalMs = 1_000,
 ): Promise<BatchManifest> {
-  const result = handle.result();
+  const result = endedBatchManifest(handle);
   let finished = false;
   const settled = result.then(
     () => (finished = true),

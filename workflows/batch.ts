@@ -3,12 +3,14 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   CancellationScope,
+  CancelledFailure,
   condition,
   continueAsNew,
   executeChild,
   isCancellation,
   ParentClosePolicy,
   proxyActivities,
+  setCurrentDetails,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -16,21 +18,20 @@ import type { Activities } from '../activities/index.js';
 import { GROUP_EXPORT_INCOMPLETE, type GroupExportIncompleteDetails } from './export-failures.js';
 import type {
   BatchCarry,
-  BatchInput,
   BatchManifest,
   BatchProgress,
   BatchRequest,
   EpisodeInput,
   EpisodeSummary,
-  FinishedGroup,
   FinishedGroupsAnswer,
-  GroupState,
   GroupStatus,
+  ManifestFile,
+  OpenGroup,
 } from '../activities/types.js';
 import { isStale, MAX_GROUPS_PER_ANSWER, MAX_STALE_RERUNS, resolveBatchRequest } from './batch-request.js';
 import { episodeWorkflow } from './episode.js';
-import { progressQuery } from './queries.js';
-import { AgentName, BatchId, TaskId } from './search-attributes.js';
+import { manifestQuery, progressQuery } from './queries.js';
+import { AgentName, BatchId, Outcome, TaskId } from './search-attributes.js';
 import { finishedGroupsUpdate } from './updates.js';
 
 /**
@@ -50,15 +51,18 @@ const exporter = proxyActivities<Activities>({
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s', maximumAttempts: 5 },
 });
 
-/** The episodes a failed export names (its details), else all it was asked for. */
-function missingEpisodes(error: ActivityFailure, asked: string[]): string[] {
+/** The episodes a failed export names (its details), else null: every ok episode of the group. */
+function missingEpisodes(error: ActivityFailure): string[] | null {
   const cause = error.cause;
   if (cause instanceof ApplicationFailure && cause.type === GROUP_EXPORT_INCOMPLETE) {
     const details = cause.details?.[0] as GroupExportIncompleteDetails | undefined;
     if (details && Array.isArray(details.missingEpisodeIds)) return details.missingEpisodeIds;
   }
-  return asked;
+  return null;
 }
+
+/** Groups no sample of which started, recorded by one call when a batch is cancelled. */
+const UNSTARTED_GROUPS_PER_CALL = 500;
 
 /** Group ids may not contain `_`: trajectory ids are `{group_id}_{episode}_{chain}`. */
 export function groupIdOf(batchId: string, taskIndex: number): string {
@@ -77,88 +81,83 @@ export function episodeIdOf(batchId: string, taskId: string, sample: number, rer
 /** Why a sample failed, when the outcome is not a reward. */
 type Ending = { reward: number; tokens: number } | { failure: string };
 
-function groupStatus(group: GroupState, filterUniform: boolean): GroupStatus {
-  const ok = group.rewards.filter((r): r is number => r !== null);
-  if (ok.length === 0) return 'failure';
-  return filterUniform && ok.every((r) => r === ok[0]) ? 'filtered' : 'finished';
-}
-
-function finishedGroup(input: BatchInput, g: GroupState): FinishedGroup {
-  const missing = g.status === 'export_failed' ? { missing_episode_ids: g.missingEpisodeIds ?? [] } : {};
-  return {
-    group_id: g.groupId,
-    task_id: g.taskId,
-    n_requested: input.n,
-    n_ok: g.rewards.filter((r) => r !== null).length,
-    status: g.status ?? groupStatus(g, input.filterUniformGroups),
-    rewards: g.rewards,
-    failures: g.failures,
-    ...missing,
-    file: g.file,
-  };
+function groupStatus(group: OpenGroup, filterUniform: boolean): Exclude<GroupStatus, 'export_failed'> {
+  if (group.ok === 0) return 'failure';
+  return filterUniform && group.uniform ? 'filtered' : 'finished';
 }
 
 /**
  * A trainer's batch: `n` episodes per task as child workflows, at most `concurrency` at once.
- * When every sample of a group has ended, the group's rows go to their own Arrow file and the
- * group is handed to `finishedGroups` callers at once. Each child costs the batch a handful of
- * history events, so after `continueAfterEvents` the run stops launching, lets its running
- * children and exports finish, and continues as new carrying the per-group state; the last run
- * returns the manifest. A cancelled batch cancels its episodes, ends the groups with what they
- * have, and returns a `cancelled` manifest.
+ * Each sample's ending (reward or failure) is recorded in the store as it ends; the workflow
+ * keeps counts, cursors and the groups still open, never a list as long as the batch. When every
+ * sample of a group has ended, the group's rows go to their own Arrow file, the group is
+ * recorded at its finish position and handed to `finishedGroups` callers (read back from the
+ * store). Each child costs the batch a handful of history events, so after `continueAfterEvents`
+ * the run stops launching, lets its running children and exports finish, and continues as new
+ * with the counts; the last run returns the manifest, assembled from the store. A cancelled batch
+ * cancels its episodes, ends the groups with what they have, and ends cancelled: its `cancelled`
+ * manifest is the answer of the `manifest` query.
  */
 export async function batchWorkflow(request: BatchRequest, carry?: BatchCarry): Promise<BatchManifest> {
   const input = resolveBatchRequest(request, workflowInfo().workflowId);
-  const total = input.taskIds.length * input.n;
+  const { batchId, n } = input;
+  const tasks = input.taskIds.length;
+  const total = tasks * n;
   const state: BatchCarry = carry ?? {
     nextIndex: 0,
     startedAtMs: Date.now(),
     episodesOk: 0,
+    episodesFailed: 0,
+    rewardSum: 0,
     tokens: 0,
     stale: 0,
-    finishedOrder: [],
-    groups: input.taskIds.map((taskId, i) => ({
-      groupId: groupIdOf(input.batchId, i),
-      taskId,
-      rewards: new Array<number | null>(input.n).fill(null),
-      failures: [],
-      reruns: {},
-      status: null,
-      file: null,
-    })),
+    exportFailed: 0,
+    groupsFinished: 0,
+    open: [],
   };
+  const open = new Map(state.open.map((g) => [g.taskIndex, g]));
   let running = 0;
-  let exporting = 0;
+  let finishing = 0;
+  /** Groups recorded in the store at finish positions 0..listed-1: how far the cursor reaches. */
+  let listed = state.groupsFinished;
+  /** Positions recorded past `listed` (groups finishing out of order); as many as groups finishing at once. */
+  const recordedAhead = new Set<number>();
   /** This run hands over no more groups: the batch ended, or the run is about to continue as new. */
   let closing = false;
   let ended = false;
-  const done = () => state.groups.reduce((sum, g) => sum + g.failures.length, 0) + state.episodesOk;
+  let manifest: BatchManifest | null = null;
 
-  setHandler(progressQuery, (): BatchProgress => {
-    const rewards = state.groups.flatMap((g) => g.rewards).filter((r): r is number => r !== null);
-    const finished = done();
-    return {
-      batchId: input.batchId,
-      total,
-      started: state.nextIndex,
-      running,
-      done: finished,
-      ok: state.episodesOk,
-      infraErrors: finished - state.episodesOk,
-      meanReward: rewards.length ? rewards.reduce((a, b) => a + b, 0) / rewards.length : null,
-      groupsFinished: state.finishedOrder.length,
-      stale: state.stale,
-      exportFailed: state.exportFailed ?? 0,
-    };
-  });
+  /** Shown in the Temporal UI as the batch's current details while it runs. */
+  const showProgress = () => {
+    const done = state.episodesOk + state.episodesFailed;
+    setCurrentDetails(`**${done} / ${total}** episodes ended (${state.episodesOk} ok, ${state.episodesFailed} failed), ${running} running; ${listed} / ${tasks} groups finished`);
+  };
+
+  showProgress();
+  setHandler(progressQuery, (): BatchProgress => ({
+    batchId,
+    total,
+    started: state.nextIndex,
+    running,
+    done: state.episodesOk + state.episodesFailed,
+    ok: state.episodesOk,
+    infraErrors: state.episodesFailed,
+    meanReward: state.episodesOk ? state.rewardSum / state.episodesOk : null,
+    groupsFinished: listed,
+    stale: state.stale,
+    exportFailed: state.exportFailed,
+  }));
+  setHandler(manifestQuery, () => manifest);
 
   setHandler(
     finishedGroupsUpdate,
     async ({ after }): Promise<FinishedGroupsAnswer> => {
-      await condition(() => state.finishedOrder.length > after || closing);
-      const groups = state.finishedOrder.slice(after, after + MAX_GROUPS_PER_ANSWER).map((i) => finishedGroup(input, state.groups[i]!));
+      await condition(() => listed > after || closing);
+      const reach = listed;
+      // Not cancellable: a cancelled batch still hands over the groups that finished.
+      const groups = after < reach ? await CancellationScope.nonCancellable(() => control.batchGroups({ batchId, after, maxGroups: Math.min(MAX_GROUPS_PER_ANSWER, reach - after) })) : [];
       const next = after + groups.length;
-      return { groups, next, done: ended && next >= state.finishedOrder.length };
+      return { groups, next, done: ended && next >= listed };
     },
     {
       validator: (arg) => {
@@ -168,39 +167,67 @@ export async function batchWorkflow(request: BatchRequest, carry?: BatchCarry): 
     },
   );
 
-  /** A group whose samples have all ended: its status, its file, its place in the cursor. */
-  const finishGroup = async (taskIndex: number) => {
-    const group = state.groups[taskIndex]!;
-    let status = groupStatus(group, input.filterUniformGroups);
-    if (status === 'finished') {
-      const episodeIds = group.rewards.flatMap((r, sample) => (r === null ? [] : [episodeIdOf(input.batchId, group.taskId, sample, group.reruns[sample] ?? 0)]));
-      exporting += 1;
-      try {
-        // Not cancellable: a cancelled batch still hands over the groups that finished.
-        group.file = await CancellationScope.nonCancellable(() => exporter.exportGroup({ batchId: input.batchId, groupId: group.groupId, episodeIds }));
-      } catch (error) {
-        if (!(error instanceof ActivityFailure)) throw error;
-        status = 'export_failed';
-        group.missingEpisodeIds = missingEpisodes(error, episodeIds);
-        state.exportFailed = (state.exportFailed ?? 0) + 1;
-      } finally {
-        exporting -= 1;
-      }
+  const openGroup = (taskIndex: number): OpenGroup => {
+    let group = open.get(taskIndex);
+    if (!group) {
+      group = { taskIndex, ended: 0, ok: 0, firstReward: null, uniform: true };
+      open.set(taskIndex, group);
     }
-    group.status = status;
-    state.finishedOrder.push(taskIndex);
+    return group;
   };
 
-  const record = (taskIndex: number, sample: number, ending: Ending) => {
-    const group = state.groups[taskIndex]!;
-    if ('failure' in ending) {
-      group.failures.push({ episode_index: sample, reason: ending.failure });
-    } else {
-      group.rewards[sample] = ending.reward;
-      state.episodesOk += 1;
-      state.tokens += ending.tokens;
+  /** A group whose samples have all ended: its status, its file, its finish position, recorded in the store. */
+  const finishGroup = async (group: OpenGroup) => {
+    open.delete(group.taskIndex);
+    finishing += 1;
+    try {
+      // Not cancellable: a cancelled batch still hands over the groups that finished.
+      await CancellationScope.nonCancellable(async () => {
+        const groupId = groupIdOf(batchId, group.taskIndex);
+        let status: GroupStatus = groupStatus(group, input.filterUniformGroups);
+        let file: ManifestFile | null = null;
+        let missingEpisodeIds: string[] | null = [];
+        if (status === 'finished') {
+          try {
+            file = await exporter.exportGroup({ batchId, groupId });
+          } catch (error) {
+            if (!(error instanceof ActivityFailure)) throw error;
+            status = 'export_failed';
+            missingEpisodeIds = missingEpisodes(error);
+            state.exportFailed += 1;
+          }
+        }
+        const seq = state.groupsFinished;
+        state.groupsFinished += 1;
+        await control.finishBatchGroup({ batchId, groupId, taskId: input.taskIds[group.taskIndex]!, seq, nRequested: n, status, file, missingEpisodeIds });
+        recordedAhead.add(seq);
+        while (recordedAhead.delete(listed)) listed += 1;
+      });
+    } finally {
+      finishing -= 1;
     }
-    if (group.rewards.filter((r) => r !== null).length + group.failures.length === input.n) void finishGroup(taskIndex);
+    showProgress();
+  };
+
+  /** Records a sample's ending in the store, then in the counts; the group's last sample finishes it. */
+  const record = async (taskIndex: number, sample: number, episodeId: string, ending: Ending) => {
+    const reward = 'reward' in ending ? ending.reward : null;
+    const failure = 'failure' in ending ? ending.failure : null;
+    await CancellationScope.nonCancellable(() => control.recordBatchResult({ batchId, groupId: groupIdOf(batchId, taskIndex), sample, episodeId, reward, failure }));
+    const group = openGroup(taskIndex);
+    group.ended += 1;
+    if ('failure' in ending) {
+      state.episodesFailed += 1;
+    } else {
+      state.episodesOk += 1;
+      state.rewardSum += ending.reward;
+      state.tokens += ending.tokens;
+      group.ok += 1;
+      if (group.firstReward === null) group.firstReward = ending.reward;
+      else if (group.firstReward !== ending.reward) group.uniform = false;
+    }
+    showProgress();
+    if (group.ended === n) void finishGroup(group);
   };
 
   /** How an ok episode counts: its reward, or stale (dropped, or re-run while re-runs are left). */
@@ -217,14 +244,14 @@ export async function batchWorkflow(request: BatchRequest, carry?: BatchCarry): 
   };
 
   const launch = async (index: number) => {
-    const taskIndex = Math.floor(index / input.n);
-    const sample = index % input.n;
-    const group = state.groups[taskIndex]!;
+    const taskIndex = Math.floor(index / n);
+    const sample = index % n;
+    const taskId = input.taskIds[taskIndex]!;
     const episode: EpisodeInput = {
-      batchId: input.batchId,
-      groupId: group.groupId,
+      batchId,
+      groupId: groupIdOf(batchId, taskIndex),
       taskSource: input.taskSource,
-      taskId: group.taskId,
+      taskId,
       episodeIndex: sample,
       agentName: input.agentName,
       limits: input.limits,
@@ -233,18 +260,22 @@ export async function batchWorkflow(request: BatchRequest, carry?: BatchCarry): 
     };
     running += 1;
     try {
-      for (;;) {
-        const reruns = group.reruns[sample] ?? 0;
+      for (let reruns = 0; ; reruns++) {
+        const episodeId = episodeIdOf(batchId, taskId, sample, reruns);
         let ending: Ending | 'rerun';
         try {
           const summary = await executeChild(episodeWorkflow, {
             args: [episode],
-            workflowId: episodeIdOf(input.batchId, group.taskId, sample, reruns),
+            workflowId: episodeId,
             parentClosePolicy: ParentClosePolicy.TERMINATE,
+            // What the batch's timeline shows for this child.
+            staticSummary: `${taskId} sample ${sample}${reruns ? ` (stale re-run ${reruns})` : ''}`,
+            // `Outcome` from the start: the episode sets its final value.
             typedSearchAttributes: [
-              { key: BatchId, value: input.batchId },
-              { key: TaskId, value: group.taskId },
+              { key: BatchId, value: batchId },
+              { key: TaskId, value: taskId },
               { key: AgentName, value: input.agentName },
+              { key: Outcome, value: 'running' },
             ],
           });
           ending = summary.outcome === 'ok' ? await judge(summary, reruns) : { failure: summary.reason };
@@ -252,14 +283,34 @@ export async function batchWorkflow(request: BatchRequest, carry?: BatchCarry): 
           ending = { failure: isCancellation(error) ? 'cancelled' : `infra_error: ${String((error as Error).message ?? error).slice(0, 300)}` };
         }
         if (ending !== 'rerun') {
-          record(taskIndex, sample, ending);
+          await record(taskIndex, sample, episodeId, ending);
           return;
         }
-        group.reruns[sample] = reruns + 1;
       }
     } finally {
       running -= 1;
     }
+  };
+
+  /** After a cancellation: every sample that never started ends `cancelled` (it has no row in the store). */
+  const endUnstarted = async () => {
+    const partial = state.nextIndex % n;
+    if (partial !== 0) {
+      const group = openGroup(Math.floor(state.nextIndex / n));
+      group.ended += n - partial;
+      state.episodesFailed += n - partial;
+      void finishGroup(group);
+    }
+    await condition(() => finishing === 0);
+    const firstUnstarted = Math.ceil(state.nextIndex / n);
+    state.episodesFailed += (tasks - firstUnstarted) * n;
+    for (let t = firstUnstarted; t < tasks; t += UNSTARTED_GROUPS_PER_CALL) {
+      const groups = input.taskIds.slice(t, t + UNSTARTED_GROUPS_PER_CALL).map((taskId, i) => ({ groupId: groupIdOf(batchId, t + i), taskId }));
+      await control.finishUnstartedGroups({ batchId, groups, firstSeq: state.groupsFinished, nRequested: n });
+      state.groupsFinished += groups.length;
+      listed = state.groupsFinished;
+    }
+    state.nextIndex = total;
   };
 
   let cancelled = false;
@@ -269,7 +320,7 @@ export async function batchWorkflow(request: BatchRequest, carry?: BatchCarry): 
       void launch(state.nextIndex);
       state.nextIndex += 1;
     }
-    await condition(() => running === 0 && exporting === 0);
+    await condition(() => running === 0 && finishing === 0);
   } catch (error) {
     if (!isCancellation(error)) throw error;
     cancelled = true;
@@ -277,37 +328,31 @@ export async function batchWorkflow(request: BatchRequest, carry?: BatchCarry): 
 
   if (cancelled) {
     await CancellationScope.nonCancellable(async () => {
-      // Cancelled episodes end as failures `cancelled`; samples never started end the same way.
+      // Cancelled episodes end as failures `cancelled`; so do samples never started.
       await condition(() => running === 0);
-      for (let index = state.nextIndex; index < total; index++) record(Math.floor(index / input.n), index % input.n, { failure: 'cancelled' });
-      state.nextIndex = total;
-      await condition(() => exporting === 0);
+      await endUnstarted();
     });
   } else if (state.nextIndex < total) {
     closing = true;
     await condition(allHandlersFinished);
-    await continueAsNew<typeof batchWorkflow>(input, state);
+    await continueAsNew<typeof batchWorkflow>(input, { ...state, open: [...open.values()] });
   }
 
+  showProgress();
+  manifest = await CancellationScope.nonCancellable(() =>
+    control.batchManifest({
+      summary: {
+        schema: 'agent-rollout/v1',
+        batch_id: batchId,
+        status: cancelled ? 'cancelled' : state.episodesOk === total && !state.exportFailed ? 'complete' : 'partial',
+        stats: { episodes: total, chains: 0, tokens: state.tokens, wall_s: (Date.now() - state.startedAtMs) / 1000, stale: state.stale, export_failed: state.exportFailed },
+      },
+    }),
+  );
   ended = true;
   closing = true;
-  const groups = state.finishedOrder.map((i) => finishedGroup(input, state.groups[i]!));
-  const files = groups.flatMap((g) => (g.file ? [g.file] : []));
-  const manifest: BatchManifest = {
-    schema: 'agent-rollout/v1',
-    batch_id: input.batchId,
-    status: cancelled ? 'cancelled' : state.episodesOk === total && !state.exportFailed ? 'complete' : 'partial',
-    groups,
-    files,
-    stats: {
-      episodes: total,
-      chains: files.reduce((sum, f) => sum + f.rows, 0),
-      tokens: state.tokens,
-      wall_s: (Date.now() - state.startedAtMs) / 1000,
-      stale: state.stale,
-      export_failed: state.exportFailed ?? 0,
-    },
-  };
   await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
+  // A cancelled batch ends cancelled in Temporal; its manifest stays the `manifest` query's answer.
+  if (cancelled) throw new CancelledFailure(`batch ${batchId} cancelled; its manifest is the answer of the manifest query`);
   return manifest;
 }

@@ -2,6 +2,8 @@ import {
   ActivityCancellationType,
   ActivityFailure,
   CancellationScope,
+  isCancellation,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -77,6 +79,9 @@ function hostActivities(hostQueue: string, timeouts: EpisodeTimeouts) {
     }),
   };
 }
+
+/** Patch id of the `Outcome` upsert of a cancelled episode. */
+const OUTCOME_CANCELLED_PATCH = 'outcome-cancelled';
 
 /** The agent that runs one activity per model call (see agents/builtin). */
 const BUILTIN_AGENT = 'builtin';
@@ -164,6 +169,11 @@ export async function episodeWorkflow(input: EpisodeInput): Promise<EpisodeSumma
       minVersion: null,
       maxVersion: null,
     };
+  } catch (error) {
+    // The batch starts an episode with `Outcome` running; a cancelled one says so. Histories
+    // recorded before this have no such upsert, hence the patch.
+    if (isCancellation(error) && patched(OUTCOME_CANCELLED_PATCH)) upsertSearchAttributes([{ key: Outcome, value: 'cancelled' }]);
+    throw error;
   } finally {
     await CancellationScope.nonCancellable(() => control.releaseEpisode({ episodeId }));
   }

@@ -215,6 +215,8 @@ describe('the HTTP batch API on a real stack', () => {
     expect(await api('POST', `/v1/batches/${cancelId}/cancel`)).toEqual({ status: 202, json: { batch_id: cancelId, status: 'cancel_requested' } });
     const cancelled = await waitForManifest(cancelId);
     expect(cancelled.status).toBe('cancelled');
+    // Cancelled in Temporal too (the UI shows it so); the manifest is still there.
+    expect((await api('GET', `/v1/batches/${cancelId}`)).json.status).toBe('cancelled');
     expect(cancelled.groups).toHaveLength(8);
     expect(cancelled.groups.slice(0, first.json.groups.length)).toEqual(first.json.groups);
     expect(cancelled.groups.flatMap((g) => g.failures.map((f) => f.reason))).toContain('cancelled');

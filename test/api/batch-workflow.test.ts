@@ -1,9 +1,13 @@
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { BatchManifest, BatchRequest, FinishedGroup, FinishedGroupsAnswer } from '../../activities/types.js';
+import { createBatchResultActivities } from '../../activities/batch-results.js';
+import { DirectoryArtifacts, SqliteStore } from '../../trajectory/index.js';
 import { installWorkerRuntime } from '../../workers/worker.js';
 import { finishedGroupsUpdate } from '../../workflows/updates.js';
 
@@ -13,6 +17,8 @@ let worker: Worker;
 let running: Promise<void>;
 let connection: Connection;
 let client: Client;
+const dataDir = mkdtempSync(path.join(os.tmpdir(), 'batch-workflow-'));
+const store = SqliteStore.open(path.join(dataDir, 'store.sqlite'));
 
 beforeAll(async () => {
   installWorkerRuntime();
@@ -25,11 +31,14 @@ beforeAll(async () => {
     taskQueue,
     workflowBundle,
     activities: {
+      ...createBatchResultActivities({ store, artifacts: new DirectoryArtifacts(path.join(dataDir, 'artifacts')) }),
       // The current policy version is 10: first runs (version 0) are 10 versions behind.
       policyVersion: async () => ({ version: 10 }),
-      exportGroup: async (input: { batchId: string; groupId: string; episodeIds: string[] }) => {
-        exported.push({ groupId: input.groupId, episodeIds: input.episodeIds });
-        return { uri: `file:///groups/${input.groupId}.arrow`, format: 'arrow-stream', rows: input.episodeIds.length, sha256: 'x' };
+      // The ok episodes the batch recorded, as the real export reads them.
+      exportGroup: async (input: { batchId: string; groupId: string }) => {
+        const episodeIds = (await store.listBatchResults(input.batchId, [input.groupId])).flatMap((r) => (r.reward === null ? [] : [r.episodeId]));
+        exported.push({ groupId: input.groupId, episodeIds });
+        return { uri: `file:///groups/${input.groupId}.arrow`, format: 'arrow-stream', rows: episodeIds.length, sha256: 'x' };
       },
     },
   });
@@ -42,6 +51,8 @@ afterAll(async () => {
   worker?.shutdown();
   await running;
   await connection?.close();
+  await store.close();
+  rmSync(dataDir, { recursive: true, force: true });
 });
 
 const request = (batchId: string, extra: Partial<BatchRequest>): BatchRequest => ({

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchManifest } from '../../activities/types.js';
+import { endedBatchManifest } from '../../stack/batch-manifest.js';
 import { buildBatchInput, followBatch, startBatch } from '../../stack/batches.js';
 import { startStack, type Stack } from '../../stack/stack.js';
 import { startTestEngines, testConfig, type TestEngines } from '../helpers/stack.js';
@@ -12,6 +13,7 @@ import { startTestEngines, testConfig, type TestEngines } from '../helpers/stack
 let engines: TestEngines;
 let stack: Stack;
 let cancelled: BatchManifest;
+let cancelledStatus: string;
 let leasesAfterCancel: number;
 let second: BatchManifest;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -25,7 +27,8 @@ beforeAll(async () => {
   for (let i = 0; i < 600 && (await stack.store.listLeases()).length < 2; i++) await sleep(100);
   await sleep(1_000);
   await first.cancel();
-  cancelled = await first.result();
+  cancelled = await endedBatchManifest(first);
+  cancelledStatus = (await first.describe()).status.name;
   leasesAfterCancel = (await stack.store.listLeases()).length;
   const next = await startBatch(stack.client, config, await buildBatchInput(config, { batchId: `after-${Date.now()}`, tasks: 'builtin', taskIds: ['py-slugify-1', 'js-lru-cache-1'], n: 2, agent: 'builtin' }));
   second = await followBatch(next, () => undefined, 500);
@@ -37,7 +40,8 @@ afterAll(async () => {
 });
 
 describe('a batch cancelled while its episodes wait for admission', () => {
-  it('ends cancelled and leaves no admission lease behind', () => {
+  it('ends cancelled, in Temporal and in its manifest, and leaves no admission lease behind', () => {
+    expect(cancelledStatus).toBe('CANCELLED');
     expect(cancelled.status).toBe('cancelled');
     expect(cancelled.groups.some((g) => g.failures.some((f) => f.reason === 'cancelled'))).toBe(true);
     expect(leasesAfterCancel).toBe(0);

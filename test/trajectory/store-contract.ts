@@ -456,6 +456,35 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       });
     });
 
+    describe('batch results and finished groups', () => {
+      it('upserts endings by sample and lists them per group', async () => {
+        const batchId = id('batch');
+        const result = (groupId: string, sample: number, reward: number | null, failure: string | null) => ({ batchId, groupId, sample, episodeId: `${batchId}/${groupId}/${sample}`, reward, failure });
+        await store.recordBatchResult(result('g1', 1, null, 'infra_error: x'));
+        await store.recordBatchResult(result('g0', 0, 0.5, null));
+        await store.recordBatchResult(result('g1', 0, 1, null));
+        // A retried record (or a re-run's ending) replaces the sample's row.
+        await store.recordBatchResult({ ...result('g1', 1, 0, null), episodeId: `${batchId}/g1/1.r1` });
+        await store.recordBatchResult(result('g2', 0, 1, null));
+        expect(await store.listBatchResults(batchId, ['g1', 'g0'])).toEqual([result('g0', 0, 0.5, null), result('g1', 0, 1, null), { ...result('g1', 1, 0, null), episodeId: `${batchId}/g1/1.r1` }]);
+        expect(await store.listBatchResults(batchId, [])).toEqual([]);
+        expect(await store.listBatchResults(id('batch'), ['g0'])).toEqual([]);
+      });
+
+      it('lists finished groups in finish order, a page at a time; a retried finish rewrites its row', async () => {
+        const batchId = id('batch');
+        const group = (groupId: string, seq: number, status = 'failure') => ({ batchId, groupId, taskId: `t-${groupId}`, seq, nRequested: 2, status, fileJson: null, missingEpisodeIds: [] });
+        await store.finishBatchGroup(group('g5', 0));
+        await store.finishBatchGroup(group('g1', 1));
+        await store.finishBatchGroup({ ...group('g3', 2, 'export_failed'), missingEpisodeIds: ['e1'] });
+        await store.finishBatchGroup({ ...group('g1', 1, 'finished'), fileJson: '{"uri":"file:///g1.arrow"}' });
+        expect((await store.listBatchGroups(batchId, 0, 10)).map((g) => g.groupId)).toEqual(['g5', 'g1', 'g3']);
+        expect(await store.listBatchGroups(batchId, 1, 1)).toEqual([{ ...group('g1', 1, 'finished'), fileJson: '{"uri":"file:///g1.arrow"}' }]);
+        expect(await store.listBatchGroups(batchId, 2, 5)).toEqual([{ ...group('g3', 2, 'export_failed'), missingEpisodeIds: ['e1'] }]);
+        expect(await store.listBatchGroups(batchId, 3, 5)).toEqual([]);
+      });
+    });
+
     describe('registry', () => {
       it('lists registrations of a kind seen recently, refreshed in place', async () => {
         const prefix = id('reg');

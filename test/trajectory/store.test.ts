@@ -25,12 +25,12 @@ describe('PostgresStore', () => {
     const url = await freshDatabase();
     const stores = await Promise.all(Array.from({ length: 6 }, () => PostgresStore.open(url, { poolSize: 1 })));
     try {
-      for (const s of stores) expect(await s.migrations()).toEqual([1]);
+      for (const s of stores) expect(await s.migrations()).toEqual([1, 2]);
     } finally {
       await Promise.all(stores.map((s) => s.close()));
     }
     const reopened = await PostgresStore.open(url);
-    expect(await reopened.migrations()).toEqual([1]);
+    expect(await reopened.migrations()).toEqual([1, 2]);
     await reopened.close();
   });
 

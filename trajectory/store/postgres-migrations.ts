@@ -131,4 +131,32 @@ CREATE TABLE registrations (
 );
 `,
   },
+  {
+    version: 2,
+    name: 'batch results and finished groups',
+    // Per-episode endings and finished groups live here, not in the batch workflow's state.
+    sql: `
+CREATE TABLE batch_results (
+  batch_id TEXT COLLATE "C" NOT NULL,
+  group_id TEXT COLLATE "C" NOT NULL,
+  sample INTEGER NOT NULL,
+  episode_id TEXT NOT NULL,
+  reward DOUBLE PRECISION,
+  failure TEXT,
+  PRIMARY KEY (batch_id, group_id, sample)
+);
+CREATE TABLE batch_groups (
+  batch_id TEXT COLLATE "C" NOT NULL,
+  group_id TEXT COLLATE "C" NOT NULL,
+  task_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  n_requested INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  file_json TEXT,
+  missing_json TEXT NOT NULL,
+  PRIMARY KEY (batch_id, group_id)
+);
+CREATE UNIQUE INDEX batch_groups_in_order ON batch_groups (batch_id, seq);
+`,
+  },
 ];

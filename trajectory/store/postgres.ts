@@ -4,11 +4,15 @@ import { pickCandidate } from './pick-candidate.js';
 import { POSTGRES_MIGRATIONS } from './postgres-migrations.js';
 import {
   SESSION_COLUMNS,
+  toBatchGroup,
+  toBatchResult,
   toEpisode,
   toRegistration,
   toReport,
   toSession,
   toTurn,
+  type BatchGroupRow,
+  type BatchResultRow,
   type EpisodeRow,
   type RegistrationRow,
   type ReportRow,
@@ -19,6 +23,8 @@ import {
   StoreConflictError,
   type AdmissionCandidate,
   type AdmissionLease,
+  type BatchGroupRecord,
+  type BatchResult,
   type ChainReport,
   type EpisodeRecord,
   type PolicyState,
@@ -427,6 +433,36 @@ export class PostgresStore implements Store {
   async ackedGroups(batchId: string): Promise<string[]> {
     const { rows } = await this.pool.query<{ group_id: string }>('SELECT group_id FROM batch_acks WHERE batch_id = $1 ORDER BY position', [batchId]);
     return rows.map((r) => r.group_id);
+  }
+
+  async recordBatchResult(r: BatchResult): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO batch_results (batch_id, group_id, sample, episode_id, reward, failure) VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (batch_id, group_id, sample) DO UPDATE SET episode_id = excluded.episode_id, reward = excluded.reward, failure = excluded.failure`,
+      [r.batchId, r.groupId, r.sample, r.episodeId, r.reward, r.failure],
+    );
+  }
+
+  async listBatchResults(batchId: string, groupIds: string[]): Promise<BatchResult[]> {
+    const { rows } = await this.pool.query<BatchResultRow>(
+      'SELECT * FROM batch_results WHERE batch_id = $1 AND group_id = ANY($2::text[]) ORDER BY group_id, sample',
+      [batchId, groupIds],
+    );
+    return rows.map(toBatchResult);
+  }
+
+  async finishBatchGroup(g: BatchGroupRecord): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO batch_groups (batch_id, group_id, task_id, seq, n_requested, status, file_json, missing_json) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       ON CONFLICT (batch_id, group_id) DO UPDATE SET task_id = excluded.task_id, seq = excluded.seq, n_requested = excluded.n_requested,
+         status = excluded.status, file_json = excluded.file_json, missing_json = excluded.missing_json`,
+      [g.batchId, g.groupId, g.taskId, g.seq, g.nRequested, g.status, g.fileJson, JSON.stringify(g.missingEpisodeIds)],
+    );
+  }
+
+  async listBatchGroups(batchId: string, fromSeq: number, limit: number): Promise<BatchGroupRecord[]> {
+    const { rows } = await this.pool.query<BatchGroupRow>('SELECT * FROM batch_groups WHERE batch_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3', [batchId, fromSeq, limit]);
+    return rows.map(toBatchGroup);
   }
 
   async saveReport(report: StoredReport): Promise<void> {

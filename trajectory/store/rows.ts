@@ -1,6 +1,6 @@
 // Rows as both backends read them (PostgreSQL's BIGINT arrives as a number: see `postgres.ts`).
 import { unpackFloat32, unpackInt32 } from '../codec.js';
-import type { EpisodeRecord, Registration, SessionInfo, SessionRecord, StoredReport, StoredTurn } from './types.js';
+import type { BatchGroupRecord, BatchResult, EpisodeRecord, Registration, SessionInfo, SessionRecord, StoredReport, StoredTurn } from './types.js';
 
 /** Columns of a `SessionRecord`. */
 export const SESSION_COLUMNS = 'session_id, key, episode_id, attempt, info_json, status, termination_reason, created_at, closed_at, owner, owner_until';
@@ -136,4 +136,41 @@ export interface RegistrationRow {
 
 export function toRegistration(r: RegistrationRow): Registration {
   return { kind: r.kind, id: r.id, address: r.address, lastSeenAt: r.last_seen_at };
+}
+
+export interface BatchResultRow {
+  batch_id: string;
+  group_id: string;
+  sample: number;
+  episode_id: string;
+  reward: number | null;
+  failure: string | null;
+}
+
+export function toBatchResult(r: BatchResultRow): BatchResult {
+  return { batchId: r.batch_id, groupId: r.group_id, sample: r.sample, episodeId: r.episode_id, reward: r.reward, failure: r.failure };
+}
+
+export interface BatchGroupRow {
+  batch_id: string;
+  group_id: string;
+  task_id: string;
+  seq: number;
+  n_requested: number;
+  status: string;
+  file_json: string | null;
+  missing_json: string;
+}
+
+export function toBatchGroup(r: BatchGroupRow): BatchGroupRecord {
+  return {
+    batchId: r.batch_id,
+    groupId: r.group_id,
+    taskId: r.task_id,
+    seq: r.seq,
+    nRequested: r.n_requested,
+    status: r.status,
+    fileJson: r.file_json,
+    missingEpisodeIds: JSON.parse(r.missing_json) as string[],
+  };
 }

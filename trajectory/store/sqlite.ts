@@ -3,12 +3,14 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { packFloat32, packInt32 } from '../codec.js';
 import { pickCandidate } from './pick-candidate.js';
-import { toEpisode, toRegistration, toReport, toSession, toTurn, type EpisodeRow, type RegistrationRow, type ReportRow, type SessionRow, type TurnRow } from './rows.js';
+import { toBatchGroup, toBatchResult, toEpisode, toRegistration, toReport, toSession, toTurn, type BatchGroupRow, type BatchResultRow, type EpisodeRow, type RegistrationRow, type ReportRow, type SessionRow, type TurnRow } from './rows.js';
 import { LEGACY_ADDED_COLUMNS, SQLITE_MIGRATIONS } from './sqlite-migrations.js';
 import {
   StoreConflictError,
   type AdmissionCandidate,
   type AdmissionLease,
+  type BatchGroupRecord,
+  type BatchResult,
   type ChainReport,
   type EpisodeRecord,
   type PolicyState,
@@ -343,6 +345,37 @@ export class SqliteStore implements Store {
   async ackedGroups(batchId: string): Promise<string[]> {
     const rows = this.db.prepare('SELECT group_id FROM batch_acks WHERE batch_id = ? ORDER BY position').all(batchId) as { group_id: string }[];
     return rows.map((r) => r.group_id);
+  }
+
+  async recordBatchResult(r: BatchResult): Promise<void> {
+    this.db
+      .prepare(
+        `INSERT INTO batch_results (batch_id, group_id, sample, episode_id, reward, failure) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT(batch_id, group_id, sample) DO UPDATE SET episode_id = excluded.episode_id, reward = excluded.reward, failure = excluded.failure`,
+      )
+      .run(r.batchId, r.groupId, r.sample, r.episodeId, r.reward, r.failure);
+  }
+
+  async listBatchResults(batchId: string, groupIds: string[]): Promise<BatchResult[]> {
+    const rows = this.db
+      .prepare('SELECT * FROM batch_results WHERE batch_id = ? AND group_id IN (SELECT value FROM json_each(?)) ORDER BY group_id, sample')
+      .all(batchId, JSON.stringify(groupIds)) as BatchResultRow[];
+    return rows.map(toBatchResult);
+  }
+
+  async finishBatchGroup(g: BatchGroupRecord): Promise<void> {
+    this.db
+      .prepare(
+        `INSERT INTO batch_groups (batch_id, group_id, task_id, seq, n_requested, status, file_json, missing_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT(batch_id, group_id) DO UPDATE SET task_id = excluded.task_id, seq = excluded.seq, n_requested = excluded.n_requested,
+           status = excluded.status, file_json = excluded.file_json, missing_json = excluded.missing_json`,
+      )
+      .run(g.batchId, g.groupId, g.taskId, g.seq, g.nRequested, g.status, g.fileJson, JSON.stringify(g.missingEpisodeIds));
+  }
+
+  async listBatchGroups(batchId: string, fromSeq: number, limit: number): Promise<BatchGroupRecord[]> {
+    const rows = this.db.prepare('SELECT * FROM batch_groups WHERE batch_id = ? AND seq >= ? ORDER BY seq LIMIT ?').all(batchId, fromSeq, limit) as BatchGroupRow[];
+    return rows.map(toBatchGroup);
   }
 
   async saveReport(report: StoredReport): Promise<void> {

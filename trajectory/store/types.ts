@@ -216,7 +216,41 @@ export interface LeaseStore {
   capLeases(ttlMs: number, now?: number): Promise<void>;
 }
 
+/** How one sample of a batch ended: its reward when ok, else why not (`failure`). */
+export interface BatchResult {
+  batchId: string;
+  groupId: string;
+  sample: number;
+  /** The episode workflow that ended it (a stale re-run has its own id). */
+  episodeId: string;
+  reward: number | null;
+  failure: string | null;
+}
+
+/** A group of a batch whose every sample has ended, numbered in the order the groups finished. */
+export interface BatchGroupRecord {
+  batchId: string;
+  groupId: string;
+  taskId: string;
+  /** 0, 1, ... in finish order: the position the `finishedGroups` cursor counts. */
+  seq: number;
+  nRequested: number;
+  status: string;
+  /** The group's file as JSON, or null (filtered and failed groups have none). */
+  fileJson: string | null;
+  /** For an `export_failed` group: the ok episodes whose rows are not in its file. */
+  missingEpisodeIds: string[];
+}
+
 export interface BatchDataStore {
+  /** Upsert by (batch, group, sample): a retried record rewrites the same row. */
+  recordBatchResult(r: BatchResult): Promise<void>;
+  /** The recorded endings of these groups of a batch, by group id and sample. */
+  listBatchResults(batchId: string, groupIds: string[]): Promise<BatchResult[]>;
+  /** Upsert by (batch, group): a retried finish rewrites the same row. */
+  finishBatchGroup(g: BatchGroupRecord): Promise<void>;
+  /** At most `limit` finished groups of a batch from finish position `fromSeq` on, in finish order. */
+  listBatchGroups(batchId: string, fromSeq: number, limit: number): Promise<BatchGroupRecord[]>;
   /** Adds groups to the acknowledged set; returns the whole set, in acknowledgement order. */
   ackGroups(batchId: string, groupIds: string[]): Promise<string[]>;
   ackedGroups(batchId: string): Promise<string[]>;

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -10,15 +11,16 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.exceptions import CancelledError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from . import arrow
 from .errors import ApiNotConfiguredError, FileCheckError, IncompleteGroupError, NoGroupDataError
 from .http import HttpApi, PauseMode
 from .request import batch_request, new_batch_id
+from .sources import open_uri
 from .types import Failure, FileRef, Manifest, Progress
 
 #: Workflow type of a batch, started by name.
@@ -209,7 +211,7 @@ class RolloutClient:
                     if failures >= _UPDATE_ATTEMPTS:
                         raise
                     continue
-                for offset, group in enumerate(manifest_groups(await handle.result())[cursor:]):
+                for offset, group in enumerate(manifest_groups(await self.result(batch_id))[cursor:]):
                     _check_whole(group, cursor + offset + 1)
                     yield group
                 return
@@ -223,8 +225,21 @@ class RolloutClient:
                 return
 
     async def result(self, batch_id: str) -> Manifest:
-        """Waits for the batch and returns its manifest."""
-        return await self.handle(batch_id).result()
+        """
+        Waits for the batch and returns its manifest. A cancelled batch ends cancelled in Temporal,
+        without a result: its ``cancelled`` manifest is the answer of the ``manifest`` query. A
+        manifest too large for a workflow result is read whole from its ``manifest_uri``.
+        """
+        handle = self.handle(batch_id)
+        try:
+            manifest: Manifest = await handle.result()
+        except WorkflowFailureError as error:
+            if not isinstance(error.cause, CancelledError):
+                raise
+            manifest = await handle.query("manifest")
+        if "manifest_uri" in manifest:
+            manifest = json.loads(open_uri(manifest["manifest_uri"]).read())
+        return manifest
 
     @staticmethod
     def read_table(manifest: Manifest, verify: bool = True) -> pa.Table:

@@ -66,6 +66,9 @@ class Manifest(TypedDict):
     status: Literal["complete", "partial", "cancelled"]
     groups: list[ManifestGroup]
     files: list[FileRef]
+    #: Set for a manifest too large for a workflow result: the whole manifest (JSON) is at this
+    #: URI, and ``groups`` and ``files`` are empty. :meth:`RolloutClient.result` follows it.
+    manifest_uri: NotRequired[str]
     stats: ManifestStats
 
 
