@@ -1,56 +1,58 @@
-import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
+import type { Client } from '@temporalio/client';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { BatchManifest, BatchRequest, FinishedGroup, FinishedGroupsAnswer } from '../../activities/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type {
+  BatchManifest,
+  BatchRequest,
+  FinishedGroup,
+  FinishedGroupsAnswer,
+} from '../../activities/types.js';
 import { createBatchResultActivities } from '../../activities/batch-results.js';
 import { DirectoryArtifacts, SqliteStore } from '../../trajectory/index.js';
-import { installWorkerRuntime } from '../../workers/worker.js';
+import { startBatchTestWorker } from '../helpers/batch-worker.js';
 import { finishedGroupsUpdate } from '../../workflows/updates.js';
 
 const taskQueue = `batch-workflow-${Date.now().toString(36)}`;
 const exported: { groupId: string; episodeIds: string[] }[] = [];
-let worker: Worker;
-let running: Promise<void>;
-let connection: Connection;
+let stopWorker: (() => Promise<void>) | undefined;
 let client: Client;
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'batch-workflow-'));
 const store = SqliteStore.open(path.join(dataDir, 'store.sqlite'));
 
 beforeAll(async () => {
-  installWorkerRuntime();
-  const workflowBundle = await bundleWorkflowCode({
-    workflowsPath: path.join(path.dirname(fileURLToPath(import.meta.url)), 'scripted-episodes.ts'),
-    logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} },
-  });
-  worker = await Worker.create({
-    connection: await NativeConnection.connect({ address: inject('temporalAddress') }),
+  const started = await startBatchTestWorker({
+    workflowsFile: 'scripted-episodes.ts',
     taskQueue,
-    workflowBundle,
     activities: {
-      ...createBatchResultActivities({ store, artifacts: new DirectoryArtifacts(path.join(dataDir, 'artifacts')) }),
+      ...createBatchResultActivities({
+        store,
+        artifacts: new DirectoryArtifacts(path.join(dataDir, 'artifacts')),
+      }),
       // The current policy version is 10: first runs (version 0) are 10 versions behind.
       policyVersion: async () => ({ version: 10 }),
       // The ok episodes the batch recorded, as the real export reads them.
       exportGroup: async (input: { batchId: string; groupId: string }) => {
-        const episodeIds = (await store.listBatchResults(input.batchId, [input.groupId])).flatMap((r) => (r.reward === null ? [] : [r.episodeId]));
+        const episodeIds = (await store.listBatchResults(input.batchId, [input.groupId])).flatMap(
+          (r) => (r.reward === null ? [] : [r.episodeId]),
+        );
         exported.push({ groupId: input.groupId, episodeIds });
-        return { uri: `file:///groups/${input.groupId}.arrow`, format: 'arrow-stream', rows: episodeIds.length, sha256: 'x' };
+        return {
+          uri: `file:///groups/${input.groupId}.arrow`,
+          format: 'arrow-stream',
+          rows: episodeIds.length,
+          sha256: 'x',
+        };
       },
     },
   });
-  running = worker.run();
-  connection = await Connection.connect({ address: inject('temporalAddress') });
-  client = new Client({ connection });
+  stopWorker = started.stop;
+  client = started.client;
 });
 
 afterAll(async () => {
-  worker?.shutdown();
-  await running;
-  await connection?.close();
+  await stopWorker?.();
   await store.close();
   rmSync(dataDir, { recursive: true, force: true });
 });
@@ -67,11 +69,17 @@ const request = (batchId: string, extra: Partial<BatchRequest>): BatchRequest =>
 describe('the batch workflow with scripted episodes on a real Temporal server', () => {
   it('hands every group over exactly once through the update, across continue-as-new', async () => {
     const batchId = `cursor-${Date.now()}`;
-    const handle = await client.workflow.start('batchWorkflow', { taskQueue, workflowId: batchId, args: [request(batchId, { continueAfterEvents: 40 })] });
+    const handle = await client.workflow.start('batchWorkflow', {
+      taskQueue,
+      workflowId: batchId,
+      args: [request(batchId, { continueAfterEvents: 40 })],
+    });
     const seen: FinishedGroup[] = [];
     let cursor = 0;
     for (;;) {
-      const answer: FinishedGroupsAnswer = await handle.executeUpdate(finishedGroupsUpdate, { args: [{ after: cursor }] }).catch(() => ({ groups: [], next: cursor, done: false }));
+      const answer: FinishedGroupsAnswer = await handle
+        .executeUpdate(finishedGroupsUpdate, { args: [{ after: cursor }] })
+        .catch(() => ({ groups: [], next: cursor, done: false }));
       seen.push(...answer.groups);
       cursor = answer.next;
       if (answer.done) break;
@@ -90,7 +98,11 @@ describe('the batch workflow with scripted episodes on a real Temporal server', 
 
   it('drops stale episodes as failures `stale` when staleAction is drop', async () => {
     const batchId = `stale-drop-${Date.now()}`;
-    const manifest = (await client.workflow.execute('batchWorkflow', { taskQueue, workflowId: batchId, args: [request(batchId, { maxStaleness: 3 })] })) as BatchManifest;
+    const manifest = (await client.workflow.execute('batchWorkflow', {
+      taskQueue,
+      workflowId: batchId,
+      args: [request(batchId, { maxStaleness: 3 })],
+    })) as BatchManifest;
     expect(manifest.stats.stale).toBe(12);
     expect(manifest.status).toBe('partial');
     for (const group of manifest.groups) {
@@ -101,10 +113,15 @@ describe('the batch workflow with scripted episodes on a real Temporal server', 
 
   it('re-runs stale episodes when staleAction is rerun, and exports the re-runs', async () => {
     const batchId = `stale-rerun-${Date.now()}`;
-    const manifest = (await client.workflow.execute('batchWorkflow', { taskQueue, workflowId: batchId, args: [request(batchId, { maxStaleness: 3, staleAction: 'rerun' })] })) as BatchManifest;
+    const manifest = (await client.workflow.execute('batchWorkflow', {
+      taskQueue,
+      workflowId: batchId,
+      args: [request(batchId, { maxStaleness: 3, staleAction: 'rerun' })],
+    })) as BatchManifest;
     expect(manifest.stats.stale).toBe(12);
     expect(manifest.status).toBe('complete');
-    for (const group of manifest.groups) expect(group).toMatchObject({ status: 'finished', n_ok: 2, rewards: [0, 1], failures: [] });
+    for (const group of manifest.groups)
+      expect(group).toMatchObject({ status: 'finished', n_ok: 2, rewards: [0, 1], failures: [] });
     const exports = exported.filter((e) => e.groupId.startsWith(batchId));
     expect(exports).toHaveLength(6);
     for (const e of exports) expect(e.episodeIds.every((id) => id.endsWith('.r1'))).toBe(true);
@@ -112,7 +129,11 @@ describe('the batch workflow with scripted episodes on a real Temporal server', 
 
   it('keeps episodes within the bound', async () => {
     const batchId = `fresh-${Date.now()}`;
-    const manifest = (await client.workflow.execute('batchWorkflow', { taskQueue, workflowId: batchId, args: [request(batchId, { maxStaleness: 10 })] })) as BatchManifest;
+    const manifest = (await client.workflow.execute('batchWorkflow', {
+      taskQueue,
+      workflowId: batchId,
+      args: [request(batchId, { maxStaleness: 10 })],
+    })) as BatchManifest;
     expect(manifest).toMatchObject({ status: 'complete', stats: { stale: 0 } });
   });
 });

@@ -1,15 +1,13 @@
-import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
-import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBatchResultActivities } from '../../activities/batch-results.js';
 import type { BatchManifest, BatchProgress, BatchRequest } from '../../activities/types.js';
 import { DirectoryArtifacts, SqliteStore } from '../../trajectory/index.js';
-import { installWorkerRuntime } from '../../workers/worker.js';
+import { startBatchTestWorker } from '../helpers/batch-worker.js';
 import { manifestQuery, progressQuery } from '../../workflows/queries.js';
 import { Outcome } from '../../workflows/search-attributes.js';
 
@@ -17,36 +15,30 @@ const taskQueue = `large-batch-${Date.now().toString(36)}`;
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'large-batch-'));
 const store = SqliteStore.open(path.join(dataDir, 'store.sqlite'));
 const artifacts = new DirectoryArtifacts(path.join(dataDir, 'artifacts'));
-let worker: Worker;
-let running: Promise<void>;
-let connection: Connection;
+let stopWorker: (() => Promise<void>) | undefined;
 let client: Client;
 
 beforeAll(async () => {
-  installWorkerRuntime();
-  const workflowBundle = await bundleWorkflowCode({
-    workflowsPath: path.join(path.dirname(fileURLToPath(import.meta.url)), 'instant-episodes.ts'),
-    logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} },
-  });
-  worker = await Worker.create({
-    connection: await NativeConnection.connect({ address: inject('temporalAddress') }),
+  const started = await startBatchTestWorker({
+    workflowsFile: 'instant-episodes.ts',
     taskQueue,
-    workflowBundle,
     activities: {
       ...createBatchResultActivities({ store, artifacts }),
-      exportGroup: async (input: { groupId: string }) => ({ uri: `file:///groups/${input.groupId}.arrow`, format: 'arrow-stream', rows: 1, sha256: 'x' }),
+      exportGroup: async (input: { groupId: string }) => ({
+        uri: `file:///groups/${input.groupId}.arrow`,
+        format: 'arrow-stream',
+        rows: 1,
+        sha256: 'x',
+      }),
       policyVersion: async () => ({ version: 0 }),
     },
   });
-  running = worker.run();
-  connection = await Connection.connect({ address: inject('temporalAddress') });
-  client = new Client({ connection });
+  stopWorker = started.stop;
+  client = started.client;
 });
 
 afterAll(async () => {
-  worker?.shutdown();
-  await running;
-  await connection?.close();
+  await stopWorker?.();
   await store.close();
   rmSync(dataDir, { recursive: true, force: true });
 });
@@ -56,8 +48,18 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 describe('a batch of 100,000 episodes', () => {
   it('runs, reports progress, and ends cancelled with a manifest whose counts add up; the worker lives on', async () => {
     const batchId = `large-${Date.now()}`;
-    const request: BatchRequest = { batchId, taskIds: Array.from({ length: 2000 }, (_, i) => `t${i}`), n: 50, concurrency: 100, continueAfterEvents: 1_000 };
-    const handle = await client.workflow.start('batchWorkflow', { taskQueue, workflowId: batchId, args: [request] });
+    const request: BatchRequest = {
+      batchId,
+      taskIds: Array.from({ length: 2000 }, (_, i) => `t${i}`),
+      n: 50,
+      concurrency: 100,
+      continueAfterEvents: 1_000,
+    };
+    const handle = await client.workflow.start('batchWorkflow', {
+      taskQueue,
+      workflowId: batchId,
+      args: [request],
+    });
 
     // Progress advances, across continue-as-new (each run carries counts only).
     const seen: BatchProgress[] = [];
@@ -87,8 +89,15 @@ describe('a batch of 100,000 episodes', () => {
 
     // The manifest of 100,000 samples is too large for a result: the query points at the whole one.
     const summary = (await handle.query(manifestQuery))!;
-    expect(summary).toMatchObject({ status: 'cancelled', groups: [], files: [], stats: { episodes: 100_000 } });
-    const manifest = JSON.parse(Buffer.from(await artifacts.get(summary.manifest_uri!)).toString('utf8')) as BatchManifest;
+    expect(summary).toMatchObject({
+      status: 'cancelled',
+      groups: [],
+      files: [],
+      stats: { episodes: 100_000 },
+    });
+    const manifest = JSON.parse(
+      Buffer.from(await artifacts.get(summary.manifest_uri!)).toString('utf8'),
+    ) as BatchManifest;
     expect(manifest.status).toBe('cancelled');
     expect(manifest.groups).toHaveLength(2000);
     expect(new Set(manifest.groups.map((g) => g.group_id)).size).toBe(2000);
@@ -96,14 +105,26 @@ describe('a batch of 100,000 episodes', () => {
     const failed = manifest.groups.reduce((sum, g) => sum + g.failures.length, 0);
     expect(ok + failed).toBe(100_000);
     expect(ok).toBeGreaterThanOrEqual(last.ok);
-    expect(manifest.groups.flatMap((g) => g.failures.map((f) => f.reason)).every((r) => r === 'cancelled')).toBe(true);
-    expect(manifest.groups.filter((g) => g.status === 'finished').every((g) => g.n_ok === 50 && g.file !== null)).toBe(true);
+    expect(
+      manifest.groups
+        .flatMap((g) => g.failures.map((f) => f.reason))
+        .every((r) => r === 'cancelled'),
+    ).toBe(true);
+    expect(
+      manifest.groups
+        .filter((g) => g.status === 'finished')
+        .every((g) => g.n_ok === 50 && g.file !== null),
+    ).toBe(true);
 
     // It continued as new on the way: the run that ended is not the first.
     expect((await handle.describe()).runId).not.toBe(handle.firstExecutionRunId);
 
     // The worker is still there: a small batch on it completes.
-    const small = await client.workflow.execute('batchWorkflow', { taskQueue, workflowId: `${batchId}-after`, args: [{ taskIds: ['t0'], n: 2 }] });
+    const small = await client.workflow.execute('batchWorkflow', {
+      taskQueue,
+      workflowId: `${batchId}-after`,
+      args: [{ taskIds: ['t0'], n: 2 }],
+    });
     expect(small).toMatchObject({ status: 'complete', stats: { episodes: 2 } });
   });
 });
