@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
 
 /**
  * Stops a server process the stack started: `signal` (its graceful shutdown), then SIGKILL if it
@@ -11,4 +12,24 @@ export async function stopChild(child: ChildProcess, signal: NodeJS.Signals, gra
   const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
   await done;
   clearTimeout(timer);
+}
+
+/**
+ * Kills a server a crashed predecessor left running (its pid in `pidFile`), when that process's
+ * command line still contains `marker` (so a reused pid is left alone); removes the pid file.
+ */
+export function killStale(pidFile: string, marker: string): void {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(pidFile, 'utf8'));
+  } catch {
+    return;
+  }
+  try {
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    if (cmdline.includes(marker)) process.kill(pid, 'SIGKILL');
+  } catch {
+    // Already gone.
+  }
+  rmSync(pidFile, { force: true });
 }

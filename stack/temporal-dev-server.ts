@@ -1,11 +1,11 @@
 import { Connection } from '@temporalio/client';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SEARCH_ATTRIBUTES } from '../workflows/search-attributes.js';
 import { findTemporalBinary } from './temporal-binary.js';
-import { stopChild } from './child-process.js';
+import { killStale, stopChild } from './child-process.js';
 
 export interface DevServerOptions {
   /** Directory for the SQLite file and the server log. */
@@ -51,7 +51,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     '--sqlite-pragma', 'synchronous=normal',
   ];
   const pidFile = path.join(options.dataDir, 'server.pid');
-  killStale(pidFile);
+  killStale(pidFile, 'start-dev');
   // Its own process group: Ctrl-C in a terminal reaches only us, and we stop the server after the
   // worker and the batch are done with it. The pid file lets the next start clean up after a crash.
   const child: ChildProcess = spawn(findTemporalBinary(), args, { stdio: ['ignore', log, log], detached: true });
@@ -84,21 +84,4 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
       rmSync(pidFile, { force: true });
     },
   };
-}
-
-/** Stops a dev server a crashed predecessor left running on the same data directory. */
-function killStale(pidFile: string): void {
-  let pid: number;
-  try {
-    pid = Number(readFileSync(pidFile, 'utf8'));
-  } catch {
-    return;
-  }
-  try {
-    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    if (cmdline.includes('start-dev')) process.kill(pid, 'SIGKILL');
-  } catch {
-    // Already gone.
-  }
-  rmSync(pidFile, { force: true });
 }

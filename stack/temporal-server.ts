@@ -1,7 +1,7 @@
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { stringify } from 'yaml';
@@ -9,7 +9,7 @@ import { SEARCH_ATTRIBUTES } from '../workflows/search-attributes.js';
 import type { PostgresCluster } from './postgres-cluster.js';
 import { freePort, freePortIn } from './ports.js';
 import { findTemporalServerTools, type TemporalServerTools } from './temporal-binary.js';
-import { stopChild } from './child-process.js';
+import { killStale, stopChild } from './child-process.js';
 
 export interface TemporalServerOptions {
   /** Directory for the server's configuration, log and pid file (the state lives in PostgreSQL). */
@@ -221,21 +221,4 @@ async function addSearchAttributes(connection: Connection): Promise<void> {
     .map(([name, type]) => (type === 'Keyword' ? `${name} = ""` : `${name} = 0`))
     .join(' AND ');
   await connection.workflowService.countWorkflowExecutions({ namespace: NAMESPACE, query });
-}
-
-/** Stops a server a crashed predecessor left running on the same data directory. */
-function killStale(pidFile: string, dataDir: string): void {
-  let pid: number;
-  try {
-    pid = Number(readFileSync(pidFile, 'utf8'));
-  } catch {
-    return;
-  }
-  try {
-    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    if (cmdline.includes(dataDir)) process.kill(pid, 'SIGKILL');
-  } catch {
-    // Already gone.
-  }
-  rmSync(pidFile, { force: true });
 }
