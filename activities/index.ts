@@ -160,7 +160,7 @@ export function createActivities(deps: ActivityDeps) {
             // Black-box agents run from a read-only sidecar, never installed into the task's files.
             readOnlyMounts: [
               ...(isBlackBoxAgent(input.agentName) ? agentSidecarMounts() : []),
-              ...runnerMounts(task.test_framework),
+              ...(task.test_framework ? runnerMounts(task.test_framework) : []),
             ],
           }),
         ),

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything agent-rollout needs on a fresh machine; a second run skips what is there.
-#   - bubblewrap (apt) for the local sandboxes, git for task repositories, PostgreSQL for the
-#     store and the PostgreSQL-backed Temporal server
+#   - bubblewrap and gVisor (runsc) (apt) for the local sandboxes, git for task repositories,
+#     PostgreSQL for the store and the PostgreSQL-backed Temporal server
+#   - the OCI image tools (apt): mmdebstrap for the base image, skopeo and umoci to pull and
+#     unpack task images, docker-registry and buildah for the image tests
+#   - the base image (scripts/build-base-image.sh) in .tools/images/base
 #   - npm packages (npm ci)
 #   - the Temporal CLI, built from the Go module proxy into .tools/bin (no binary downloads),
 #     unless a `temporal` is already on PATH
@@ -18,6 +21,13 @@ say() { printf 'setup: %s\n' "$*"; }
 missing_apt=()
 command -v bwrap >/dev/null 2>&1 || missing_apt+=(bubblewrap)
 command -v git >/dev/null 2>&1 || missing_apt+=(git)
+command -v runsc >/dev/null 2>&1 || missing_apt+=(runsc)
+command -v mmdebstrap >/dev/null 2>&1 || missing_apt+=(mmdebstrap)
+command -v skopeo >/dev/null 2>&1 || missing_apt+=(skopeo)
+command -v umoci >/dev/null 2>&1 || missing_apt+=(umoci)
+command -v buildah >/dev/null 2>&1 || missing_apt+=(buildah)
+command -v docker-registry >/dev/null 2>&1 || missing_apt+=(docker-registry)
+command -v setfattr >/dev/null 2>&1 || missing_apt+=(attr)
 # PostgreSQL server binaries: the tests and bench:store run a private cluster (stack/postgres-cluster.ts).
 [ -n "${PG_BIN:-}" ] || compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || missing_apt+=(postgresql)
 command -v python3 >/dev/null 2>&1 || missing_apt+=(python3)
@@ -58,6 +68,8 @@ else
   mkdir -p .tools/bin
   CGO_ENABLED=0 GOBIN="$PWD/.tools/bin" go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_CLI_VERSION"
 fi
+# The sandboxes' base root file system, in .tools/images/base.
+bash scripts/build-base-image.sh
 # The S3-compatible server (versitygw) that the artifact store's tests run against, in .tools/bin.
 bash scripts/install-s3-server.sh
 # The Temporal server and its SQL schema tool, for a Temporal cluster on PostgreSQL.

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /** SWE-bench stores test lists either as arrays or as JSON-encoded strings; accept both. */
-const TestList = z.preprocess((v) => {
+export const TestList = z.preprocess((v) => {
   if (typeof v !== 'string') return v;
   try {
     return JSON.parse(v);
@@ -13,20 +13,36 @@ const TestList = z.preprocess((v) => {
 /**
  * Where the repository snapshot the agent starts from comes from; relative paths are resolved
  * against the task file's folder. Whatever the source, the sandbox sees a fresh single-commit
- * repository of the files at `base_commit` (tasks/workspace.ts).
+ * repository of the files at `base_commit` at `/workspace` (tasks/workspace.ts).
  */
 export const WorkspaceSchema = z.discriminatedUnion('kind', [
   /** A directory on the worker host holding the files at the base commit. */
-  z.object({ kind: z.literal('dir'), path: z.string().min(1) }),
+  z.object({ kind: z.literal('dir'), path: z.string().min(1) }).strict(),
   /** A git bundle (`git bundle create x.bundle --all`); the task's `base_commit` is checked out. */
-  z.object({ kind: z.literal('git-bundle'), path: z.string().min(1) }),
+  z.object({ kind: z.literal('git-bundle'), path: z.string().min(1) }).strict(),
   /** A `.tar`, `.tar.gz` or `.tgz` archive of the files at the base commit. */
-  z.object({
-    kind: z.literal('tarball'),
-    path: z.string().min(1),
-    /** Leading path components dropped from every member, as `tar --strip-components`. Default 0. */
-    strip_components: z.number().int().min(0).default(0),
-  }),
+  z
+    .object({
+      kind: z.literal('tarball'),
+      path: z.string().min(1),
+      /** Leading path components dropped from every member, as `tar --strip-components`. Default 0. */
+      strip_components: z.number().int().min(0).default(0),
+    })
+    .strict(),
+  /**
+   * The repository inside the task's image (`environment.image`), e.g. `/testbed` in SWE-bench
+   * images. Its files become the sandbox's `/workspace` (history dropped) and `path` is a symlink
+   * to `/workspace`, so paths the image was built with (editable installs) still resolve.
+   */
+  z
+    .object({
+      kind: z.literal('image'),
+      path: z
+        .string()
+        .regex(/^\/[^\0]*[^/]$/, 'an absolute path inside the image')
+        .refine((p) => !p.split('/').includes('..'), 'no .. components'),
+    })
+    .strict(),
 ]);
 export type Workspace = z.infer<typeof WorkspaceSchema>;
 
@@ -47,9 +63,72 @@ export const TestFrameworkSchema = z.enum([
 export type TestFramework = z.infer<typeof TestFrameworkSchema>;
 
 /**
- * One task: SWE-bench fields plus ours (`workspace`, `setup`, `test_command`, `test_framework`,
- * `timeouts`). `patch` is the gold fix and is never shown to the agent; `test_patch` holds the
- * hidden tests, applied only in the reward sandbox.
+ * Parsers of a test command's console output, as SWE-bench-style harnesses read it: for a task
+ * that runs its repository's own pinned runner (`test_command`) inside its image. Test ids per
+ * parser are described in tasks/reward/log-parsers/.
+ */
+export const LogParserSchema = z.enum([
+  'pytest',
+  'unittest',
+  'jest',
+  'vitest',
+  'mocha',
+  'tap',
+  'go-test',
+  'cargo-test',
+]);
+export type LogParser = z.infer<typeof LogParserSchema>;
+
+/**
+ * The reference to an OCI image, as skopeo takes it: `docker://host[:port]/name[:tag|@digest]`,
+ * `oci:<layout dir>[:tag]` or `oci-archive:<file>[:tag]`. A bare `name[:tag]` (how datasets write
+ * them) means `docker://`. Checked for form at load; pulled on first use (sandbox/images/).
+ */
+export const ImageReferenceSchema = z
+  .string()
+  .min(1)
+  .max(1024)
+  .regex(
+    /^(?:(?:docker:\/\/)?[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(?:@sha256:[0-9a-f]{64})?|oci(?:-archive)?:[^\0\s]+)$/,
+    'an OCI image reference: docker://registry/name:tag, name:tag, oci:<dir>[:tag] or oci-archive:<file>[:tag]',
+  );
+
+/** Where the sandbox's root file system comes from. */
+export const EnvironmentSchema = z
+  .object({
+    /** The task's own OCI image. Default: the base image `scripts/setup.sh` builds. */
+    image: ImageReferenceSchema.optional(),
+  })
+  .strict();
+export type Environment = z.infer<typeof EnvironmentSchema>;
+
+/**
+ * How the episode is scored. `tests` (default): the hidden tests of `test_patch` over the agent's
+ * diff, FAIL_TO_PASS and PASS_TO_PASS read from the runner's report or log. `script`: a verifier
+ * folder (Harbor's `tests/`) mounted read-only at `/tests` in the reward sandbox runs `command`,
+ * which writes the reward (a number in [0, 1]) to `reward_file`.
+ */
+export const RewardSpecSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('tests') }).strict(),
+  z
+    .object({
+      kind: z.literal('script'),
+      /** Host folder holding the verifier (mounted read-only at /tests). */
+      dir: z.string().min(1),
+      /** Shell command run in /workspace. Default `bash /tests/test.sh`. */
+      command: z.string().min(1).default('bash /tests/test.sh'),
+      /** Where the command leaves the reward. Default `/logs/verifier/reward.txt`. */
+      reward_file: z.string().regex(/^\/\S+$/).default('/logs/verifier/reward.txt'),
+    })
+    .strict(),
+]);
+export type RewardSpec = z.infer<typeof RewardSpecSchema>;
+
+/**
+ * One task: SWE-bench fields plus ours (`workspace`, `environment`, `setup`, `test_command`,
+ * `test_framework` or `log_parser`, `reward`, `timeouts`). `patch` is the gold fix and is never
+ * shown to the agent; `test_patch` holds the hidden tests, applied only in the reward sandbox.
+ * Unknown keys are errors: a misspelt field must not silently take its default.
  */
 export const TaskSchema = z
   .object({
@@ -57,34 +136,54 @@ export const TaskSchema = z
     repo: z.string().min(1),
     base_commit: z.string().default('base'),
     problem_statement: z.string().min(1),
-    patch: z.string().min(1),
-    test_patch: z.string().min(1),
-    FAIL_TO_PASS: TestList.refine((l) => l.length > 0, 'FAIL_TO_PASS must name at least one test'),
+    /** The gold fix; required for `tests` rewards. */
+    patch: z.string().default(''),
+    /** The hidden tests; required for `tests` rewards. */
+    test_patch: z.string().default(''),
+    FAIL_TO_PASS: TestList.default([]),
     PASS_TO_PASS: TestList.default([]),
     workspace: WorkspaceSchema,
+    environment: EnvironmentSchema.default({}),
     setup: z.array(z.string()).default([]),
     /**
-     * Shell command run in /workspace that writes the runner's report to `$REWARD_REPORT`.
-     * Default: the framework's runner over the whole suite, or for mocha and jest over the hidden
-     * test files, `$REWARD_TEST_FILES` (tasks/reward/runners.ts). It must run the files of
-     * `test_patch` whole, since the reward appends its canary tests to them.
+     * Shell command run in /workspace. With `test_framework` it writes the runner's report to
+     * `$REWARD_REPORT` (default: the framework's runner over the whole suite, or for mocha and
+     * jest over the hidden test files, `$REWARD_TEST_FILES`; tasks/reward/runners.ts), and it must
+     * run the files of `test_patch` whole, since the reward appends its canary tests to them.
+     * With `log_parser` it is required and its console output is parsed.
      */
-    test_command: z.string().optional(),
-    test_framework: TestFrameworkSchema,
+    test_command: z.string().min(1).optional(),
+    test_framework: TestFrameworkSchema.optional(),
+    log_parser: LogParserSchema.optional(),
+    reward: RewardSpecSchema.default({ kind: 'tests' }),
     timeouts: z
       .object({
         /** Wall time for one test run in the reward sandbox. Default 60 s. */
         test_s: z.number().positive().default(60),
       })
+      .strict()
       .default({ test_s: 60 }),
   })
+  .strict()
   .superRefine((task, ctx) => {
+    const issue = (path: string, message: string): void =>
+      ctx.addIssue({ code: 'custom', path: [path], message });
     if (task.workspace.kind === 'git-bundle' && !/^[0-9a-f]{7,64}$/.test(task.base_commit)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['base_commit'],
-        message: 'a git-bundle workspace needs base_commit: the hash of the commit to check out',
-      });
+      issue('base_commit', 'a git-bundle workspace needs base_commit: the hash of the commit to check out');
+    }
+    if (task.workspace.kind === 'image' && task.environment.image === undefined) {
+      issue('environment', 'an image workspace needs environment.image');
+    }
+    if (task.reward.kind === 'tests') {
+      if (task.patch === '') issue('patch', 'a tests reward needs the gold patch');
+      if (task.test_patch === '') issue('test_patch', 'a tests reward needs the hidden test patch');
+      if (task.FAIL_TO_PASS.length === 0) issue('FAIL_TO_PASS', 'FAIL_TO_PASS must name at least one test');
+      if ((task.test_framework === undefined) === (task.log_parser === undefined)) {
+        issue('test_framework', 'give exactly one of test_framework (a report) or log_parser (console output)');
+      }
+      if (task.log_parser !== undefined && task.test_command === undefined) {
+        issue('test_command', 'a log_parser task needs its test_command');
+      }
     }
   });
 export type Task = z.infer<typeof TaskSchema>;

@@ -297,8 +297,11 @@ function shell(thought: string, command: string): ScriptedTurn {
   return { thought, tool: { name: 'shell', arguments: { command } } };
 }
 
+/** The task's visible tests: its own command, else its framework's runner. */
 function runTests(task: Task, thought: string): ScriptedTurn {
-  return shell(thought, VISIBLE_TEST_COMMAND[task.test_framework]);
+  const command =
+    task.test_command ?? (task.test_framework ? VISIBLE_TEST_COMMAND[task.test_framework] : 'true');
+  return shell(thought, command);
 }
 
 function submit(thought: string, task: Task): ScriptedTurn {

@@ -11,7 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ExecResult, SandboxProvider } from '../../sandbox/provider.js';
-import type { Task } from '../schema.js';
+import type { Task, TestFramework } from '../schema.js';
 import { workspaceDirOf } from '../workspace.js';
 import { canaryTargets, makeCanary, type Canary } from './canary.js';
 import { pathsOf, stripTestChanges } from './diff.js';
@@ -110,8 +110,8 @@ const ALREADY_USED = 99;
 const CLAIM_SCRIPT = `[ -e .git/agent-rollout-reward-used ] && exit ${ALREADY_USED}; : > .git/agent-rollout-reward-used`;
 
 /** Setup commands, then the tests; test output goes to a log, the report alone to stdout. */
-function testScript(task: Task): string {
-  const steps = [...task.setup, task.test_command ?? DEFAULT_TEST_COMMANDS[task.test_framework]];
+function testScript(task: Task, framework: TestFramework): string {
+  const steps = [...task.setup, task.test_command ?? DEFAULT_TEST_COMMANDS[framework]];
   const log = '/tmp/reward-tests.log';
   return [
     'rm -f -- "$REWARD_REPORT"',
@@ -159,14 +159,15 @@ async function addCanaries(
   provider: SandboxProvider,
   id: string,
   task: Task,
+  framework: TestFramework,
   random: (bytes: number) => Buffer,
 ): Promise<Canary[] | string> {
   const canaries: Canary[] = [];
-  for (const target of canaryTargets(task.test_framework, task.test_patch, random)) {
+  for (const target of canaryTargets(framework, task.test_patch, random)) {
     const content = target.created
       ? ''
       : (await provider.readFile(id, target.path)).toString('utf8');
-    const canary = makeCanary(task.test_framework, target.path, content, random);
+    const canary = makeCanary(framework, target.path, content, random);
     const r = await provider.exec(id, ['/bin/sh', '-c', APPEND_SCRIPT, 'append', canary.path], {
       stdin: canary.text,
       timeoutMs: PATCH_TIMEOUT_MS,
@@ -188,6 +189,11 @@ export async function evaluateReward(deps: RewardDeps, input: RewardInput): Prom
   const random = deps.random ?? randomBytes;
   const { task } = input;
   const framework = task.test_framework;
+  if (task.reward.kind !== 'tests' || framework === undefined) {
+    throw new RewardSandboxError(
+      `task ${task.instance_id}: only report-based test rewards (test_framework) are scored so far`,
+    );
+  }
   const named = [...new Set([...task.FAIL_TO_PASS, ...task.PASS_TO_PASS])];
   const testMs = task.timeouts.test_s * 1000;
   const { diff: agentPatch, dropped } = stripTestChanges(input.agentDiff, pathsOf(task.test_patch));
@@ -247,12 +253,12 @@ export async function evaluateReward(deps: RewardDeps, input: RewardInput): Prom
         `test patch does not apply over the agent diff: ${testsApplied.stderr}`,
       );
     }
-    const canaries = await addCanaries(provider, id, task, random);
+    const canaries = await addCanaries(provider, id, task, framework, random);
     if (typeof canaries === 'string') return finish('patch_failed', {}, canaries);
 
     const run = await provider.exec(
       id,
-      { shell: testScript(task) },
+      { shell: testScript(task, framework) },
       {
         env: {
           REWARD_REPORT: REPORT_PATHS[framework],

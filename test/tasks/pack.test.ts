@@ -74,19 +74,19 @@ describe('built-in task pack', () => {
       it('fails FAIL_TO_PASS before the gold patch and passes everything after it', async () => {
         const dir = await checkout(task);
         try {
-          const visible = await runTests(dir, task.test_framework);
+          const visible = await runTests(dir, task.test_framework!);
           expect(visible.size).toBeGreaterThan(0);
           expect(failing(visible)).toEqual([]);
           expect([...visible.keys()].filter((id) => !task.PASS_TO_PASS.includes(id))).toEqual([]);
 
           await gitApply(dir, task.test_patch);
-          const before = await runTests(dir, task.test_framework);
+          const before = await runTests(dir, task.test_framework!);
           for (const id of task.FAIL_TO_PASS)
             expect([id, before.get(id)]).toEqual([id, expect.stringMatching(/^(fail|error)$/)]);
           for (const id of task.PASS_TO_PASS) expect([id, before.get(id)]).toEqual([id, 'pass']);
 
           await gitApply(dir, task.patch);
-          const after = await runTests(dir, task.test_framework);
+          const after = await runTests(dir, task.test_framework!);
           for (const id of [...task.FAIL_TO_PASS, ...task.PASS_TO_PASS]) {
             expect([id, after.get(id)]).toEqual([id, 'pass']);
           }

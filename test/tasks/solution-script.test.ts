@@ -31,7 +31,7 @@ async function replay(task: Task, turns: ScriptedTurn[]): Promise<Replay> {
       }
     }
     await gitApply(dir, task.test_patch);
-    return { shellExitCodes, hidden: await runTests(dir, task.test_framework) };
+    return { shellExitCodes, hidden: await runTests(dir, task.test_framework!) };
   } finally {
     await removeDir(dir);
   }
