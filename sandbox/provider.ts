@@ -10,8 +10,19 @@ export interface SandboxSpec {
    * made instead of leaking a second one.
    */
   idempotencyKey: string;
-  /** Host directory copied in as the private, writable `/workspace`. */
+  /**
+   * The image the sandbox's root file system comes from (sandbox/images/): an OCI reference
+   * (`docker://…`, `oci:…`, `oci-archive:…`, or a bare `name:tag`) or `BASE_IMAGE`. Never the
+   * host's root. Default `BASE_IMAGE`.
+   */
+  image?: string;
+  /** Host directory whose files become the private, writable `/workspace`. */
   workspaceDir: string;
+  /**
+   * A path in the image that is to be the workspace (SWE-bench's `/testbed`): the sandbox sees a
+   * symlink to `/workspace` there, so paths the image was built with still resolve. Default none.
+   */
+  workspaceLink?: string;
   /**
    * Make `/workspace` a fresh single-commit git repository (no history, branches, tags, remotes).
    * Default true.
