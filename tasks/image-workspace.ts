@@ -1,0 +1,106 @@
+/**
+ * The workspace of a task whose repository lives inside its image (`workspace.kind: image`, e.g.
+ * SWE-bench's `/testbed`): the files at that path in the image, copied out ONCE per image digest
+ * and path into the workspace cache, without any `.git` (an image's repository carries its whole
+ * history, fix commits included). The sandbox provider then makes its fresh single-commit
+ * repository of them and shares that prepared layer between sandboxes.
+ */
+import { execFile } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, rename, rm, rmdir, stat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import type { ImageRoot } from '../sandbox/images/types.js';
+
+const execFileAsync = promisify(execFile);
+
+/** The image has nothing usable at the workspace path, or it cannot be read. */
+export class ImageWorkspaceError extends Error {
+  override name = 'ImageWorkspaceError';
+}
+
+const pending = new Map<string, Promise<string>>();
+
+/**
+ * The host directory holding the files at `path` inside `image`, under `cacheDir`. Concurrent
+ * callers share one copy; a copy made by another process is reused.
+ */
+export function imageWorkspaceDir(
+  image: ImageRoot,
+  path: string,
+  cacheDir: string,
+): Promise<string> {
+  const key = createHash('sha256')
+    .update(JSON.stringify([image.digest, path]))
+    .digest('hex');
+  const target = join(resolve(cacheDir), `image-${key.slice(0, 24)}`);
+  let copy = pending.get(target);
+  if (!copy) {
+    copy = copyOut(image, path, target).finally(() => pending.delete(target));
+    pending.set(target, copy);
+  }
+  return copy;
+}
+
+async function isDir(path: string): Promise<boolean> {
+  return stat(path).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
+}
+
+async function run(file: string, args: string[], what: string): Promise<void> {
+  try {
+    await execFileAsync(file, args, { maxBuffer: 4 * 1024 * 1024 });
+  } catch (err) {
+    const stderr = (err as { stderr?: string }).stderr?.trim();
+    throw new ImageWorkspaceError(`${what} failed: ${stderr || (err as Error).message}`, {
+      cause: err,
+    });
+  }
+}
+
+async function copyOut(image: ImageRoot, path: string, target: string): Promise<string> {
+  if (await isDir(target)) return target;
+  await mkdir(resolve(target, '..'), { recursive: true });
+  const scratch = `${target}.${randomBytes(4).toString('hex')}.tmp`;
+  // The image's merged view: one layer is itself; more are stacked read-only (topmost first).
+  const mountPoint = image.layers.length > 1 ? await mkdtemp(`${target}.mnt-`) : undefined;
+  try {
+    if (mountPoint) {
+      const lower = [...image.layers].reverse().join(':');
+      await run(
+        'mount',
+        ['-t', 'overlay', '-o', `ro,lowerdir=${lower}`, 'image-workspace', mountPoint],
+        'mounting the image',
+      );
+    }
+    const source = join(mountPoint ?? image.layers[0]!, path);
+    if (!(await isDir(source))) {
+      throw new ImageWorkspaceError(`image ${image.digest} has no directory at ${path}`);
+    }
+    await mkdir(scratch);
+    await run('cp', ['-a', '--', `${source}/.`, scratch], `copying ${path} out of the image`);
+    await run(
+      'find',
+      [scratch, '-depth', '-name', '.git', '-exec', 'rm', '-rf', '--', '{}', '+'],
+      'removing .git',
+    );
+    await rename(scratch, target).catch(async (err: NodeJS.ErrnoException) => {
+      // Another process copied the same workspace first: use its copy.
+      if (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST') throw err;
+      await rm(scratch, { recursive: true, force: true });
+    });
+    return target;
+  } catch (err) {
+    await rm(scratch, { recursive: true, force: true });
+    throw err;
+  } finally {
+    if (mountPoint) {
+      await execFileAsync('umount', [mountPoint]).catch(() =>
+        execFileAsync('umount', ['-l', mountPoint]),
+      );
+      await rmdir(mountPoint).catch(() => undefined);
+    }
+  }
+}
