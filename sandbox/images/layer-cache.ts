@@ -40,7 +40,9 @@ export class LayerCache {
   ensure(layout: string, d: Descriptor, reference: string): Promise<string> {
     let pending = this.unpacking.get(d.digest);
     if (pending === undefined) {
-      pending = this.unpackOnce(layout, d, reference).finally(() => this.unpacking.delete(d.digest));
+      pending = this.unpackOnce(layout, d, reference).finally(() =>
+        this.unpacking.delete(d.digest),
+      );
       this.unpacking.set(d.digest, pending);
     }
     return pending;
@@ -51,7 +53,10 @@ export class LayerCache {
     if (await this.has(d.digest)) return target;
     const compression = layerCompression(d.mediaType);
     if (compression === undefined) {
-      throw new ImageError(`image ${reference}: layer ${d.digest} has unsupported media type ${d.mediaType}`, false);
+      throw new ImageError(
+        `image ${reference}: layer ${d.digest} has unsupported media type ${d.mediaType}`,
+        false,
+      );
     }
     const mismatch = await blobMismatch(layout, d);
     if (mismatch !== undefined) throw new ImageError(`image ${reference}: ${mismatch}`, false);
@@ -66,14 +71,18 @@ export class LayerCache {
       await this.place(scratch, target);
     } catch (err) {
       if (err instanceof LayerUnpackError) {
-        throw new ImageError(`image ${reference}: layer ${d.digest}: ${err.message}`, false, { cause: err });
+        throw new ImageError(`image ${reference}: layer ${d.digest}: ${err.message}`, false, {
+          cause: err,
+        });
       }
       throw err;
     } finally {
       await rm(scratch, { recursive: true, force: true });
     }
     const mb = (d.size / 1e6).toFixed(1);
-    this.log?.(`image ${reference}: unpacked layer ${d.digest} (${mb} MB, ${Date.now() - started} ms)`);
+    this.log?.(
+      `image ${reference}: unpacked layer ${d.digest} (${mb} MB, ${Date.now() - started} ms)`,
+    );
     return target;
   }
 

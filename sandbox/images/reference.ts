@@ -91,10 +91,12 @@ function parseRegistry(rest: string, reference: string): RegistryReference {
   const slash = name.indexOf('/');
   const first = slash < 0 ? '' : name.slice(0, slash);
   // As docker does: a first component with a dot or a port, or `localhost`, is a registry host.
-  const hasHost = first !== '' && (first.includes('.') || first.includes(':') || first === 'localhost');
+  const hasHost =
+    first !== '' && (first.includes('.') || first.includes(':') || first === 'localhost');
   const registry = hasHost ? check(hostSchema, first, reference) : DEFAULT_REGISTRY;
   let repository = check(repositorySchema, hasHost ? name.slice(slash + 1) : name, reference);
-  if (registry === DEFAULT_REGISTRY && !repository.includes('/')) repository = `library/${repository}`;
+  if (registry === DEFAULT_REGISTRY && !repository.includes('/'))
+    repository = `library/${repository}`;
   if (digest !== undefined) return { transport: 'docker', registry, repository, digest };
   return { transport: 'docker', registry, repository, tag: tag ?? 'latest' };
 }

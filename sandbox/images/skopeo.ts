@@ -26,14 +26,19 @@ const NOT_FOUND =
   /manifest unknown|name unknown|not found|no such file|does not exist|unauthorized|denied|no image tagged|choose an image/i;
 const UNREACHABLE =
   /connection refused|no such host|i\/o timeout|timeout|tls handshake|connection reset|network is unreachable|server misbehaving|too many requests|\b50[234]\b|\b429\b|EOF/i;
-const DIGEST_MISMATCH = /digest did not match[^\n]*/i;
+const DIGEST_MISMATCH = /digest did not match[^"\n]*/i;
 
 /** Classifies a skopeo failure about `reference`. */
 export function skopeoError(reference: string, what: string, stderr: string): ImageError {
-  const detail = stderr.trim().split('\n').filter(Boolean).at(-1) ?? 'no output';
+  const last = stderr.trim().split('\n').filter(Boolean).at(-1) ?? 'no output';
+  // skopeo logs `time=… level=fatal msg="…"`; the message is what a reader needs.
+  const msg = /msg="((?:[^"\\]|\\.)*)"/.exec(last)?.[1]?.replaceAll('\\"', '"');
+  const detail = msg ?? last;
   const mismatch = DIGEST_MISMATCH.exec(stderr);
-  if (mismatch) return new ImageError(`image ${reference}: ${what}: corrupt blob (${mismatch[0]})`, false);
-  if (NOT_FOUND.test(stderr)) return new ImageError(`image ${reference}: ${what}: not found (${detail})`, false);
+  if (mismatch)
+    return new ImageError(`image ${reference}: ${what}: corrupt blob (${mismatch[0]})`, false);
+  if (NOT_FOUND.test(stderr))
+    return new ImageError(`image ${reference}: ${what}: not found (${detail})`, false);
   if (UNREACHABLE.test(stderr)) {
     return new ImageError(`image ${reference}: ${what}: source unreachable (${detail})`, true);
   }
@@ -53,7 +58,10 @@ export class Skopeo {
           if (!err) return resolve(stdout);
           if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
             return reject(
-              new ImageError(`image ${reference}: ${what}: ${this.options.path} is not installed`, false),
+              new ImageError(
+                `image ${reference}: ${what}: ${this.options.path} is not installed`,
+                false,
+              ),
             );
           }
           reject(skopeoError(reference, what, stderr.toString()));

@@ -150,10 +150,14 @@ export class LocalImageStore implements ImageStore {
       text =
         ref.transport === 'oci'
           ? await readFile(join(ref.path, 'index.json'), 'utf8')
-          : (await execFileAsync('tar', ['-xOf', ref.path, 'index.json'], { maxBuffer: 64 << 20 })).stdout;
+          : (await execFileAsync('tar', ['-xOf', ref.path, 'index.json'], { maxBuffer: 64 << 20 }))
+              .stdout;
     } catch {
       const what = ref.transport === 'oci' ? 'OCI layout' : 'OCI archive';
-      throw new ImageError(`image ${reference}: no ${what} with an index.json at ${ref.path}`, false);
+      throw new ImageError(
+        `image ${reference}: no ${what} with an index.json at ${ref.path}`,
+        false,
+      );
     }
     let json: unknown;
     try {
@@ -163,7 +167,10 @@ export class LocalImageStore implements ImageStore {
     }
     const index = indexSchema.safeParse(json);
     if (!index.success) {
-      throw new ImageError(`image ${reference}: index.json of ${ref.path} is not an OCI index`, false);
+      throw new ImageError(
+        `image ${reference}: index.json of ${ref.path} is not an OCI index`,
+        false,
+      );
     }
     const picked = pickManifest(index.data, ref.tag);
     if (typeof picked === 'string') throw new ImageError(`image ${reference}: ${picked}`, false);
@@ -199,7 +206,11 @@ export class LocalImageStore implements ImageStore {
     return present.every(Boolean) ? record.data : undefined;
   }
 
-  private async fromCacheOrPull(ref: ImageReference, reference: string, digest: string): Promise<ImageRoot> {
+  private async fromCacheOrPull(
+    ref: ImageReference,
+    reference: string,
+    digest: string,
+  ): Promise<ImageRoot> {
     const record = (await this.cached(digest)) ?? (await this.pull(ref, reference, digest));
     return this.toRoot(record);
   }
@@ -244,7 +255,9 @@ export class LocalImageStore implements ImageStore {
       };
       await this.writeRecord(record, scratch);
       const layers = record.layers.length;
-      this.log?.(`image ${reference}: pulled ${digest} (${layers} layers, ${Date.now() - started} ms)`);
+      this.log?.(
+        `image ${reference}: pulled ${digest} (${layers} layers, ${Date.now() - started} ms)`,
+      );
       return record;
     } finally {
       await rm(scratch, { recursive: true, force: true });

@@ -23,7 +23,9 @@ const WHITEOUT_PREFIX = '.wh.';
 
 async function run(argv: string[], what: string): Promise<string> {
   try {
-    const { stdout } = await execFileAsync(argv[0]!, argv.slice(1), { maxBuffer: 256 * 1024 * 1024 });
+    const { stdout } = await execFileAsync(argv[0]!, argv.slice(1), {
+      maxBuffer: 256 * 1024 * 1024,
+    });
     return stdout;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
@@ -45,19 +47,38 @@ async function hasCommand(name: string): Promise<boolean> {
 }
 
 /** Extracts `tarFile` (compressed as `compression`) into the existing directory `dir`. */
-export async function unpackLayer(tarFile: string, compression: Compression, dir: string): Promise<void> {
+export async function unpackLayer(
+  tarFile: string,
+  compression: Compression,
+  dir: string,
+): Promise<void> {
   if (compression === 'zstd' && !(await hasCommand('zstd'))) {
-    throw new LayerUnpackError('the layer is zstd-compressed and zstd is not installed (apt-get install zstd)');
+    throw new LayerUnpackError(
+      'the layer is zstd-compressed and zstd is not installed (apt-get install zstd)',
+    );
   }
   const decompress = { none: [], gzip: ['--gzip'], zstd: ['--zstd'] }[compression];
   // Ownership as recorded, by number: the image's users, not this host's names. No xattrs: a
   // layer's trusted.overlay.* attributes would steer overlayfs.
   await run(
-    ['tar', '--extract', ...decompress, '--file', tarFile, '--directory', dir, '--numeric-owner',
-      '--same-owner', '--same-permissions'],
+    [
+      'tar',
+      '--extract',
+      ...decompress,
+      '--file',
+      tarFile,
+      '--directory',
+      dir,
+      '--numeric-owner',
+      '--same-owner',
+      '--same-permissions',
+    ],
     'tar refused the layer',
   );
-  await run(['find', dir, '(', '-type', 'b', '-o', '-type', 'c', ')', '-delete'], 'dropping device nodes');
+  await run(
+    ['find', dir, '(', '-type', 'b', '-o', '-type', 'c', ')', '-delete'],
+    'dropping device nodes',
+  );
   await convertWhiteouts(dir);
 }
 
@@ -72,7 +93,10 @@ async function convertWhiteouts(dir: string): Promise<void> {
     const name = basename(marker);
     await rm(marker, { recursive: true, force: true });
     if (name === OPAQUE_MARKER) {
-      await run(['setfattr', '-h', '-n', 'trusted.overlay.opaque', '-v', 'y', parent], 'marking an opaque directory');
+      await run(
+        ['setfattr', '-h', '-n', 'trusted.overlay.opaque', '-v', 'y', parent],
+        'marking an opaque directory',
+      );
       continue;
     }
     const hidden = name.slice(WHITEOUT_PREFIX.length);

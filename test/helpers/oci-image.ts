@@ -18,7 +18,18 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { copyFile, cp, link, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import {
+  copyFile,
+  cp,
+  link,
+  mkdir,
+  mkdtemp,
+  readFile,
+  rename,
+  rm,
+  stat,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -39,6 +50,11 @@ export interface LayerSpec {
    * only what this layer's `files` puts under them is seen. Default none.
    */
   opaque?: string[];
+  /**
+   * A ready uncompressed tar used as the layer byte for byte (a hand-made hostile one, say); the
+   * other fields are ignored then. Default none.
+   */
+  tarFile?: string;
 }
 
 export interface BuildImageOptions {
@@ -86,7 +102,9 @@ function stdoutDigest(argv: string[]): Promise<string> {
     child.stdout.on('data', (d: Buffer) => hash.update(d));
     child.once('error', reject);
     child.once('exit', (code) =>
-      code === 0 ? resolve(`sha256:${hash.digest('hex')}`) : reject(new Error(`${argv.join(' ')} exited ${code}`)),
+      code === 0
+        ? resolve(`sha256:${hash.digest('hex')}`)
+        : reject(new Error(`${argv.join(' ')} exited ${code}`)),
     );
   });
 }
@@ -147,13 +165,28 @@ export async function baseLayout(baseImageDir: string = DEFAULT_BASE_IMAGE_DIR):
   const id = (await readFile(join(baseImageDir, 'id'), 'utf8')).trim();
   const root = join(dirname(baseImageDir), 'base-oci');
   const done = join(root, id);
-  if (await stat(join(done, 'index.json')).then(() => true, () => false)) return done;
+  if (
+    await stat(join(done, 'index.json')).then(
+      () => true,
+      () => false,
+    )
+  )
+    return done;
   await mkdir(root, { recursive: true });
   const scratch = await mkdtemp(join(root, `${id}.tmp-`));
   try {
     const tarball = join(scratch, 'layer.tar.zst');
-    await execFileAsync('tar', ['--create', '--zstd', '--numeric-owner', '--sort=name',
-      '--file', tarball, '--directory', join(baseImageDir, 'rootfs'), '.']);
+    await execFileAsync('tar', [
+      '--create',
+      '--zstd',
+      '--numeric-owner',
+      '--sort=name',
+      '--file',
+      tarball,
+      '--directory',
+      join(baseImageDir, 'rootfs'),
+      '.',
+    ]);
     const { descriptor, diffId } = await addLayerBlob(
       scratch,
       tarball,
@@ -179,10 +212,12 @@ export async function baseLayout(baseImageDir: string = DEFAULT_BASE_IMAGE_DIR):
 /** Hard-links (or copies, across file systems) a blob of one layout into another. */
 async function shareBlob(from: string, to: string, digest: string): Promise<void> {
   await mkdir(join(to, 'blobs', 'sha256'), { recursive: true });
-  await link(blobFile(from, digest), blobFile(to, digest)).catch(async (err: NodeJS.ErrnoException) => {
-    if (err.code === 'EXDEV') await copyFile(blobFile(from, digest), blobFile(to, digest));
-    else if (err.code !== 'EEXIST') throw err;
-  });
+  await link(blobFile(from, digest), blobFile(to, digest)).catch(
+    async (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EXDEV') await copyFile(blobFile(from, digest), blobFile(to, digest));
+      else if (err.code !== 'EEXIST') throw err;
+    },
+  );
 }
 
 async function stageLayer(stage: string, spec: LayerSpec): Promise<void> {
@@ -219,7 +254,9 @@ export async function buildImage(options: BuildImageOptions): Promise<string> {
     const base = await baseLayout();
     const index = JSON.parse(await readFile(join(base, 'index.json'), 'utf8'));
     const manifest = JSON.parse(await readFile(blobFile(base, index.manifests[0].digest), 'utf8'));
-    const baseConfig = JSON.parse(await readFile(blobFile(base, manifest.config.digest), 'utf8')) as ImageConfig;
+    const baseConfig = JSON.parse(
+      await readFile(blobFile(base, manifest.config.digest), 'utf8'),
+    ) as ImageConfig;
     for (const layer of manifest.layers as Descriptor[]) {
       await shareBlob(base, layout, layer.digest);
       layers.push(layer);
@@ -231,12 +268,37 @@ export async function buildImage(options: BuildImageOptions): Promise<string> {
   const scratch = await mkdtemp(join(tmpdir(), 'oci-layer-'));
   try {
     for (const spec of options.layers) {
+      if (spec.tarFile !== undefined) {
+        const copy = join(scratch, `${randomUUID()}.tar`);
+        await copyFile(spec.tarFile, copy);
+        const { descriptor, diffId } = await addLayerBlob(
+          layout,
+          copy,
+          'application/vnd.oci.image.layer.v1.tar',
+          ['cat'],
+        );
+        layers.push(descriptor);
+        config.rootfs.diff_ids.push(diffId);
+        config.history.push({ created_by: 'test/helpers/oci-image.ts (tar file)' });
+        continue;
+      }
       const stage = join(scratch, randomUUID());
       await mkdir(stage);
       await stageLayer(stage, spec);
       const tarball = join(scratch, `${randomUUID()}.tar.gz`);
-      await execFileAsync('tar', ['--create', '--gzip', '--numeric-owner', '--owner=0', '--group=0',
-        '--sort=name', '--file', tarball, '--directory', stage, '.']);
+      await execFileAsync('tar', [
+        '--create',
+        '--gzip',
+        '--numeric-owner',
+        '--owner=0',
+        '--group=0',
+        '--sort=name',
+        '--file',
+        tarball,
+        '--directory',
+        stage,
+        '.',
+      ]);
       const { descriptor, diffId } = await addLayerBlob(
         layout,
         tarball,
@@ -250,7 +312,9 @@ export async function buildImage(options: BuildImageOptions): Promise<string> {
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
-  const env = new Map((config.config.Env ?? []).map((e) => [e.slice(0, e.indexOf('=')), e] as const));
+  const env = new Map(
+    (config.config.Env ?? []).map((e) => [e.slice(0, e.indexOf('=')), e] as const),
+  );
   for (const [key, value] of Object.entries(options.env ?? {})) env.set(key, `${key}=${value}`);
   if (env.size > 0) config.config.Env = [...env.values()];
   if (options.workingDir !== undefined) config.config.WorkingDir = options.workingDir;

@@ -75,7 +75,9 @@ export async function startRegistry(): Promise<TestRegistry> {
         '',
       ].join('\n'),
     );
-    const child = spawn('docker-registry', ['serve', config], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn('docker-registry', ['serve', config], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let output = '';
     child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
     try {

@@ -1,0 +1,399 @@
+/**
+ * The image store against real parts: Debian's docker-registry, skopeo, GNU tar, overlayfs.
+ * Images are built locally (test/helpers/oci-image.ts); two of them sit on the real base image,
+ * the rest are a few files so that each test can afford a cache of its own.
+ */
+import { execFile } from 'node:child_process';
+import { cp, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  BASE_IMAGE,
+  ImageError,
+  LocalImageStore,
+  parseReference,
+  type ImageRoot,
+} from '../../sandbox/images/index.js';
+import { buildImage, pushImage, saveArchive, type LayerSpec } from '../helpers/oci-image.js';
+import { startRegistry, type TestRegistry } from '../helpers/registry.js';
+import { writeTar } from '../helpers/tar.js';
+
+const execFileAsync = promisify(execFile);
+
+let tmp: string;
+let registry: TestRegistry;
+/** A two-layer image of a few files: the top layer deletes /opt/b and makes /etc/keep opaque. */
+let small: string;
+const SMALL_LAYERS: LayerSpec[] = [
+  {
+    files: {
+      '/etc/keep/a': 'a\n',
+      '/etc/keep/b': 'b\n',
+      '/opt/b': 'b\n',
+      '/opt/c': 'c\n',
+      '/srv/x': 'x\n',
+    },
+  },
+  { delete: ['/opt/b'], opaque: ['/etc/keep'], files: { '/etc/keep/n': 'n\n' } },
+];
+
+async function freshDir(name: string): Promise<string> {
+  return mkdtemp(join(tmp, `${name}-`));
+}
+
+/** The error `promise` rejects with, which must be an ImageError. */
+async function imageError(promise: Promise<unknown>): Promise<ImageError> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ImageError);
+  return err as ImageError;
+}
+
+function unpacked(lines: string[]): string[] {
+  return lines.filter((l) => l.includes('unpacked layer'));
+}
+
+beforeAll(async () => {
+  tmp = await mkdtemp(join(tmpdir(), 'images-test-'));
+  registry = await startRegistry();
+  small = await buildImage({
+    layout: join(tmp, 'small'),
+    base: false,
+    layers: SMALL_LAYERS,
+    env: { FOO: 'bar=baz' },
+    workingDir: '/testbed',
+  });
+});
+
+afterAll(async () => {
+  await registry?.stop();
+  if (tmp) await rm(tmp, { recursive: true, force: true });
+});
+
+describe('references', () => {
+  it('reads bare names as docker.io references and the other transports as written', () => {
+    expect(parseReference('ubuntu')).toEqual({
+      transport: 'docker',
+      registry: 'docker.io',
+      repository: 'library/ubuntu',
+      tag: 'latest',
+    });
+    expect(parseReference('swebench/sweb.eval.x86_64.django_1776_django-11099:v1')).toMatchObject({
+      registry: 'docker.io',
+      repository: 'swebench/sweb.eval.x86_64.django_1776_django-11099',
+      tag: 'v1',
+    });
+    expect(parseReference(`127.0.0.1:5000/a/b@sha256:${'a'.repeat(64)}`)).toEqual({
+      transport: 'docker',
+      registry: '127.0.0.1:5000',
+      repository: 'a/b',
+      digest: `sha256:${'a'.repeat(64)}`,
+    });
+    expect(parseReference('docker://localhost/x:1')).toMatchObject({
+      registry: 'localhost',
+      repository: 'x',
+    });
+    expect(parseReference('oci:/srv/layout:v2')).toEqual({
+      transport: 'oci',
+      path: '/srv/layout',
+      tag: 'v2',
+    });
+    expect(parseReference('oci-archive:/srv/a.tar')).toEqual({
+      transport: 'oci-archive',
+      path: '/srv/a.tar',
+    });
+  });
+
+  it('rejects a malformed reference, naming it, as not retryable', async () => {
+    const store = new LocalImageStore({ cacheDir: await freshDir('malformed') });
+    for (const bad of [
+      '',
+      'Upper/Case',
+      'a//b',
+      'name:bad tag',
+      'x@sha256:abc',
+      'dir:/tmp/x',
+      'oci:',
+      'docker://h:port/x',
+    ]) {
+      const err = await imageError(store.resolve(bad));
+      expect(err.retryable).toBe(false);
+      expect(err.message).toContain(`image ${bad}:`);
+    }
+  });
+});
+
+describe('pulling', () => {
+  it('resolves the base image to its build', async () => {
+    const root = await new LocalImageStore({ cacheDir: await freshDir('base') }).resolve(
+      BASE_IMAGE,
+    );
+    expect(root.layers).toHaveLength(1);
+    expect((await stat(join(root.layers[0]!, 'usr/bin/python3'))).isFile()).toBe(true);
+  });
+
+  it('pulls from a registry; two images on the base share its one unpacked layer', async () => {
+    const [one, two] = await Promise.all(
+      ['one', 'two'].map(async (name) => {
+        const ref = await buildImage({
+          layout: join(tmp, `app-${name}`),
+          layers: [{ files: { '/testbed/app.py': `print("${name}")\n` } }],
+          env: { APP: name },
+          workingDir: '/testbed',
+        });
+        return pushImage(ref, registry.host, `tasks/app-${name}:1`);
+      }),
+    );
+    const cacheDir = await freshDir('shared');
+    const lines: string[] = [];
+    const store = new LocalImageStore({
+      cacheDir,
+      insecureRegistries: [registry.host],
+      log: (l) => lines.push(l),
+    });
+    const first = await store.resolve(one!);
+    const second = await store.resolve(two!);
+
+    expect(first.layers).toHaveLength(2);
+    expect(first.layers[0]).toBe(second.layers[0]);
+    expect(first.layers[1]).not.toBe(second.layers[1]);
+    expect(await readdir(join(cacheDir, 'layers'))).toHaveLength(3);
+    const python = (root: ImageRoot) => stat(join(root.layers[0]!, 'usr/bin/python3'));
+    expect((await python(first)).ino).toBe((await python(second)).ino);
+    expect(await readFile(join(second.layers[1]!, 'testbed/app.py'), 'utf8')).toBe(
+      'print("two")\n',
+    );
+    expect(unpacked(lines)).toHaveLength(3);
+
+    expect(first.env).toEqual({
+      PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+      APP: 'one',
+    });
+    expect(first.workingDir).toBe('/testbed');
+    expect(first.digest).toMatch(/^sha256:[a-f0-9]{64}$/);
+    expect(await readdir(join(cacheDir, 'tmp'))).toEqual([]);
+  });
+
+  it('pulls from an OCI layout and an OCI archive of the same image into the same layers', async () => {
+    const archive = await saveArchive(small, join(tmp, 'small.tar'));
+    const lines: string[] = [];
+    const store = new LocalImageStore({
+      cacheDir: await freshDir('local'),
+      log: (l) => lines.push(l),
+    });
+    const fromLayout = await store.resolve(small);
+    const fromArchive = await store.resolve(archive);
+    expect(fromArchive).toEqual(fromLayout);
+    expect(fromLayout.layers).toHaveLength(2);
+    expect(fromLayout.env).toEqual({ FOO: 'bar=baz' });
+    expect(fromLayout.workingDir).toBe('/testbed');
+    expect(unpacked(lines)).toHaveLength(2);
+  });
+
+  it('answers a digest reference and an unchanged layout from the cache, without skopeo', async () => {
+    const cacheDir = await freshDir('records');
+    const pushed = await pushImage(small, registry.host, 'tasks/small:1');
+    const online = new LocalImageStore({ cacheDir, insecureRegistries: [registry.host] });
+    const root = await online.resolve(pushed);
+    await online.resolve(small);
+    const offline = new LocalImageStore({ cacheDir, skopeoPath: join(tmp, 'no-skopeo') });
+    const byDigest = `docker://${registry.host}/tasks/small@${root.digest}`;
+    expect(await offline.resolve(byDigest)).toEqual(root);
+    expect(await offline.resolve(small)).toEqual(root);
+    const err = await imageError(offline.resolve(pushed));
+    expect(err.message).toContain('no-skopeo is not installed');
+  });
+
+  it('looks a tag up once per store: a re-pushed tag is seen by a new store only', async () => {
+    const cacheDir = await freshDir('tags');
+    const tag = `docker://${registry.host}/tasks/moving:1`;
+    await pushImage(small, registry.host, 'tasks/moving:1');
+    const store = new LocalImageStore({ cacheDir, insecureRegistries: [registry.host] });
+    const before = await store.resolve(tag);
+    const moved = await buildImage({
+      layout: join(tmp, 'moved'),
+      base: false,
+      layers: [{ files: { '/moved': 'yes\n' } }],
+    });
+    await pushImage(moved, registry.host, 'tasks/moving:1');
+    expect((await store.resolve(tag)).digest).toBe(before.digest);
+    const after = await new LocalImageStore({
+      cacheDir,
+      insecureRegistries: [registry.host],
+    }).resolve(tag);
+    expect(after.digest).not.toBe(before.digest);
+    expect(await readFile(join(after.layers[0]!, 'moved'), 'utf8')).toBe('yes\n');
+  });
+});
+
+describe('layers', () => {
+  it('stacked with overlayfs, show the image: deleted files gone, opaque directories replaced', async () => {
+    const root = await new LocalImageStore({ cacheDir: await freshDir('overlay') }).resolve(small);
+    const mnt = await freshDir('mnt');
+    const lower = [...root.layers].reverse().join(':');
+    await execFileAsync('mount', ['-t', 'overlay', 'overlay', '-o', `ro,lowerdir=${lower}`, mnt]);
+    try {
+      expect((await readdir(join(mnt, 'opt'))).sort()).toEqual(['c']);
+      expect(await readdir(join(mnt, 'etc/keep'))).toEqual(['n']);
+      expect(await readFile(join(mnt, 'srv/x'), 'utf8')).toBe('x\n');
+      expect(await readFile(join(mnt, 'etc/keep/n'), 'utf8')).toBe('n\n');
+    } finally {
+      await execFileAsync('umount', [mnt]);
+    }
+    const markers = await execFileAsync('find', [...root.layers, '-name', '.wh.*']);
+    expect(markers.stdout).toBe('');
+  });
+
+  it('keeps a hostile layer inside its directory and refuses it', async () => {
+    const victim = await freshDir('victim');
+    await writeFile(join(victim, 'secret'), 'host secret\n');
+    const up = '../'.repeat(12);
+    const hostile = join(tmp, 'hostile.tar');
+    await writeTar(hostile, [
+      { name: `${victim}/absolute`, content: 'pwned' },
+      { name: `${up}${victim.slice(1)}/dotdot`, content: 'pwned' },
+      { name: 'ok/../../escape', content: 'pwned' },
+      { name: 'abslink', type: 'symlink', linkname: victim },
+      { name: 'abslink/through', content: 'pwned' },
+      { name: 'rellink', type: 'symlink', linkname: `${up}${victim.slice(1)}` },
+      { name: 'rellink/through', content: 'pwned' },
+      { name: 'self', type: 'symlink', linkname: '.' },
+      { name: 'self/up', type: 'symlink', linkname: '..' },
+      { name: 'self/up/via-self', content: 'pwned' },
+      { name: 'hard-abs', type: 'hardlink', linkname: `${victim}/secret` },
+      { name: 'hard-rel', type: 'hardlink', linkname: `${up}${victim.slice(1)}/secret` },
+    ]);
+    const ref = await buildImage({
+      layout: join(tmp, 'hostile'),
+      base: false,
+      layers: [{ tarFile: hostile }],
+    });
+    const cacheDir = await freshDir('hostile-cache');
+    const err = await imageError(new LocalImageStore({ cacheDir }).resolve(ref));
+    expect(err.retryable).toBe(false);
+    expect(err.message).toContain('tar refused the layer');
+    expect(await readdir(victim)).toEqual(['secret']);
+    expect(await readFile(join(victim, 'secret'), 'utf8')).toBe('host secret\n');
+    expect(await readdir(join(cacheDir, 'layers'))).toEqual([]);
+    expect(await readdir(join(cacheDir, 'tmp'))).toEqual([]);
+  });
+
+  it('drops device nodes from layers', async () => {
+    const devices = join(tmp, 'devices.tar');
+    await writeTar(devices, [
+      { name: 'dev/', type: 'dir' },
+      { name: 'dev/sda', type: 'block', major: 8, minor: 0 },
+      { name: 'dev/mem', type: 'char', major: 1, minor: 1 },
+      { name: 'dev/readme', content: 'kept' },
+    ]);
+    const ref = await buildImage({
+      layout: join(tmp, 'devices'),
+      base: false,
+      layers: [{ tarFile: devices }],
+    });
+    const root = await new LocalImageStore({ cacheDir: await freshDir('devices-cache') }).resolve(
+      ref,
+    );
+    expect(await readdir(join(root.layers[0]!, 'dev'))).toEqual(['readme']);
+  });
+
+  it('refuses a corrupt blob, naming its digest', async () => {
+    const layout = join(tmp, 'corrupt');
+    await cp(join(tmp, 'small'), layout, { recursive: true });
+    const index = JSON.parse(await readFile(join(layout, 'index.json'), 'utf8'));
+    const manifestFile = join(layout, 'blobs/sha256', index.manifests[0].digest.slice(7));
+    const manifest = JSON.parse(await readFile(manifestFile, 'utf8'));
+    const layer: string = manifest.layers[1].digest;
+    const blob = join(layout, 'blobs/sha256', layer.slice(7));
+    const bytes = await readFile(blob);
+    bytes[bytes.length - 9] = bytes[bytes.length - 9]! ^ 0xff;
+    await writeFile(blob, bytes);
+    const ref = `oci:${layout}:latest`;
+    const err = await imageError(
+      new LocalImageStore({ cacheDir: await freshDir('corrupt-cache') }).resolve(ref),
+    );
+    expect(err.retryable).toBe(false);
+    expect(err.message).toContain(layer);
+    expect(err.message).toContain(`image ${ref}:`);
+  });
+});
+
+describe('failures', () => {
+  it('says an unknown tag is not found and not retryable', async () => {
+    const ref = `docker://${registry.host}/tasks/nothing:here`;
+    const store = new LocalImageStore({
+      cacheDir: await freshDir('unknown'),
+      insecureRegistries: [registry.host],
+    });
+    const err = await imageError(store.resolve(ref));
+    expect(err.retryable).toBe(false);
+    expect(err.message).toContain(`image ${ref}:`);
+    expect(err.message).toContain('not found');
+  });
+
+  it('says a registry that is down is retryable', async () => {
+    const down = await startRegistry();
+    await down.stop();
+    const ref = `${down.host}/tasks/app:1`;
+    const store = new LocalImageStore({
+      cacheDir: await freshDir('down'),
+      insecureRegistries: [down.host],
+    });
+    const err = await imageError(store.resolve(ref));
+    expect(err.retryable).toBe(true);
+    expect(err.message).toContain(`image ${ref}:`);
+  });
+
+  it('says a missing layout is not found', async () => {
+    const ref = `oci:${join(tmp, 'no-such-layout')}:latest`;
+    const err = await imageError(
+      new LocalImageStore({ cacheDir: await freshDir('missing') }).resolve(ref),
+    );
+    expect(err.retryable).toBe(false);
+  });
+
+  it('rejects an aborted resolve with the signal reason', async () => {
+    const store = new LocalImageStore({ cacheDir: await freshDir('abort') });
+    const controller = new AbortController();
+    controller.abort(new Error('episode cancelled'));
+    await expect(store.resolve(small, { signal: controller.signal })).rejects.toThrow(
+      'episode cancelled',
+    );
+  });
+});
+
+describe('concurrency', () => {
+  it('concurrent resolves in one store pull and unpack once', async () => {
+    const archive = await saveArchive(small, join(tmp, 'concurrent.tar'));
+    const lines: string[] = [];
+    const store = new LocalImageStore({
+      cacheDir: await freshDir('concurrent'),
+      log: (l) => lines.push(l),
+    });
+    const roots = await Promise.all([
+      store.resolve(archive),
+      store.resolve(archive),
+      store.resolve(archive),
+    ]);
+    expect(roots[1]).toEqual(roots[0]);
+    expect(roots[2]).toEqual(roots[0]);
+    expect(unpacked(lines)).toHaveLength(2);
+    expect(lines.filter((l) => l.includes('pulled'))).toHaveLength(1);
+  });
+
+  it('two stores racing on one cache (as two processes would) both get complete layers', async () => {
+    const cacheDir = await freshDir('race');
+    const stores = [1, 2].map(() => new LocalImageStore({ cacheDir }));
+    const [a, b] = await Promise.all(stores.map((s) => s.resolve(small)));
+    expect(b).toEqual(a);
+    expect((await readdir(join(cacheDir, 'layers'))).sort()).toEqual(
+      a!.layers.map((l) => l.slice(l.lastIndexOf('/') + 1)).sort(),
+    );
+    expect(await readdir(join(cacheDir, 'tmp'))).toEqual([]);
+    expect(await readFile(join(a!.layers[1]!, 'etc/keep/n'), 'utf8')).toBe('n\n');
+  });
+});
