@@ -10,6 +10,9 @@
  *
  * A digest reference, or an OCI layout or archive whose index is unchanged, resolves from its
  * record without a pull; a tag is looked up at its registry (`skopeo inspect`) once per store.
+ *
+ * Unpacking needs root: layers keep their owners, and overlayfs whiteouts are character devices
+ * and `trusted.*` extended attributes.
  */
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
@@ -223,6 +226,7 @@ export class LocalImageStore implements ImageStore {
       const layout = join(scratch, 'layout');
       // A tag is pinned to the digest looked up, so what is unpacked is what the record names.
       const source = skopeoName(ref, ref.transport === 'docker' ? digest : undefined);
+      this.log?.(`image ${reference}: pulling ${digest}`);
       await this.skopeo.copy(source, layout, PULL_TAG, reference, { insecure: this.insecure(ref) });
       const fail = (why: string): never => {
         throw new ImageError(`image ${reference}: ${why}`, false);

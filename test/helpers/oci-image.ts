@@ -101,7 +101,8 @@ function stdoutDigest(argv: string[]): Promise<string> {
     const hash = createHash('sha256');
     child.stdout.on('data', (d: Buffer) => hash.update(d));
     child.once('error', reject);
-    child.once('exit', (code) =>
+    // 'close', not 'exit': stdout may still hold data when the process has exited.
+    child.once('close', (code) =>
       code === 0
         ? resolve(`sha256:${hash.digest('hex')}`)
         : reject(new Error(`${argv.join(' ')} exited ${code}`)),

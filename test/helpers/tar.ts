@@ -18,6 +18,9 @@ export interface TarMember {
   minor?: number;
   /** Default 0o644 (0o755 for directories). */
   mode?: number;
+  /** Owner and group by number. Default 0 (root). */
+  uid?: number;
+  gid?: number;
 }
 
 const TYPE_FLAGS = { file: '0', hardlink: '1', symlink: '2', char: '3', block: '4', dir: '5' };
@@ -35,8 +38,8 @@ function header(m: TarMember, size: number): Buffer {
   const type = m.type ?? 'file';
   put(m.name, 0, 100);
   put(octal(m.mode ?? (type === 'dir' ? 0o755 : 0o644), 8), 100, 8);
-  put(octal(0, 8), 108, 8);
-  put(octal(0, 8), 116, 8);
+  put(octal(m.uid ?? 0, 8), 108, 8);
+  put(octal(m.gid ?? 0, 8), 116, 8);
   put(octal(size, 12), 124, 12);
   put(octal(0, 12), 136, 12);
   put(' '.repeat(8), 148, 8);

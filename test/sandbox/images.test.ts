@@ -4,7 +4,18 @@
  * the rest are a few files so that each test can afford a cache of its own.
  */
 import { execFile } from 'node:child_process';
-import { cp, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import {
+  cp,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  readlink,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -137,11 +148,22 @@ describe('pulling', () => {
   });
 
   it('pulls from a registry; two images on the base share its one unpacked layer', async () => {
+    const modules = await freshDir('node_modules');
+    await mkdir(join(modules, 'left-pad/lib'), { recursive: true });
+    await writeFile(join(modules, 'left-pad/lib/index.js'), 'module.exports = 1;\n');
+    await symlink('lib/index.js', join(modules, 'left-pad/main.js'));
     const [one, two] = await Promise.all(
       ['one', 'two'].map(async (name) => {
         const ref = await buildImage({
           layout: join(tmp, `app-${name}`),
-          layers: [{ files: { '/testbed/app.py': `print("${name}")\n` } }],
+          layers: [
+            {
+              files: {
+                '/testbed/app.py': `print("${name}")\n`,
+                '/testbed/node_modules': { copyFrom: modules },
+              },
+            },
+          ],
           env: { APP: name },
           workingDir: '/testbed',
         });
@@ -167,6 +189,9 @@ describe('pulling', () => {
     expect(await readFile(join(second.layers[1]!, 'testbed/app.py'), 'utf8')).toBe(
       'print("two")\n',
     );
+    const copied = join(second.layers[1]!, 'testbed/node_modules/left-pad');
+    expect(await readFile(join(copied, 'lib/index.js'), 'utf8')).toBe('module.exports = 1;\n');
+    expect(await readlink(join(copied, 'main.js'))).toBe('lib/index.js');
     expect(unpacked(lines)).toHaveLength(3);
 
     expect(first.env).toEqual({
@@ -282,9 +307,11 @@ describe('layers', () => {
     expect(await readdir(join(cacheDir, 'tmp'))).toEqual([]);
   });
 
-  it('drops device nodes from layers', async () => {
+  it('keeps owners and modes by number, and drops device nodes', async () => {
     const devices = join(tmp, 'devices.tar');
     await writeTar(devices, [
+      { name: 'home/agent/', type: 'dir', uid: 4321, gid: 4322, mode: 0o750 },
+      { name: 'home/agent/run.sh', content: '#!/bin/sh\n', uid: 4321, gid: 4322, mode: 0o4755 },
       { name: 'dev/', type: 'dir' },
       { name: 'dev/sda', type: 'block', major: 8, minor: 0 },
       { name: 'dev/mem', type: 'char', major: 1, minor: 1 },
@@ -299,6 +326,10 @@ describe('layers', () => {
       ref,
     );
     expect(await readdir(join(root.layers[0]!, 'dev'))).toEqual(['readme']);
+    const home = await stat(join(root.layers[0]!, 'home/agent'));
+    const script = await stat(join(root.layers[0]!, 'home/agent/run.sh'));
+    expect([home.uid, home.gid, home.mode & 0o7777]).toEqual([4321, 4322, 0o750]);
+    expect([script.uid, script.gid, script.mode & 0o7777]).toEqual([4321, 4322, 0o4755]);
   });
 
   it('refuses a corrupt blob, naming its digest', async () => {
