@@ -5,23 +5,24 @@
  * complete; concurrent requests in this process share one unpack, and when two processes race
  * the loser of the rename discards its copy.
  */
-import { chmod, mkdir, mkdtemp, rename, rm, stat } from 'node:fs/promises';
+import { chmod, mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { blobMismatch, blobPath, layerCompression, type Descriptor } from './oci.js';
+import { ScratchSpace } from './scratch.js';
 import { LayerUnpackError, unpackLayer } from './unpack.js';
 import { ImageError } from './types.js';
 
 export class LayerCache {
   private readonly unpacking = new Map<string, Promise<string>>();
   readonly layersDir: string;
-  readonly tmpDir: string;
+  readonly scratch: ScratchSpace;
 
   constructor(
     cacheDir: string,
     private readonly log: ((line: string) => void) | undefined,
   ) {
     this.layersDir = join(cacheDir, 'layers');
-    this.tmpDir = join(cacheDir, 'tmp');
+    this.scratch = new ScratchSpace(join(cacheDir, 'tmp'));
   }
 
   /** The directory of the layer with `digest` (whether it is unpacked or not). */
@@ -61,9 +62,8 @@ export class LayerCache {
     const mismatch = await blobMismatch(layout, d);
     if (mismatch !== undefined) throw new ImageError(`image ${reference}: ${mismatch}`, false);
     await mkdir(this.layersDir, { recursive: true });
-    await mkdir(this.tmpDir, { recursive: true });
     const started = Date.now();
-    const scratch = await mkdtemp(join(this.tmpDir, `layer-${d.digest.slice(7, 19)}-`));
+    const scratch = await this.scratch.make('layer');
     try {
       // mkdtemp makes 0700; a layer without a `./` entry must still be traversable as a root.
       await chmod(scratch, 0o755);

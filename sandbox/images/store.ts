@@ -6,7 +6,7 @@
  *   <cacheDir>/images/<algo>-<hex>.json  a resolved image (its layers, env, working directory),
  *                                     named by the digest its source gives the reference
  *   <cacheDir>/tmp/                   pull layouts and unpacks in progress (same file system, so
- *                                     finished ones are renamed into place)
+ *                                     finished ones are renamed into place; scratch.ts)
  *
  * A digest reference, or an OCI layout or archive whose index is unchanged, resolves from its
  * record without a pull; a tag is looked up at its registry (`skopeo inspect`) once per store.
@@ -15,7 +15,7 @@
  * and `trusted.*` extended attributes.
  */
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { z } from 'zod';
@@ -219,8 +219,7 @@ export class LocalImageStore implements ImageStore {
   }
 
   private async pull(ref: ImageReference, reference: string, digest: string): Promise<ImageRecord> {
-    await mkdir(this.layers.tmpDir, { recursive: true });
-    const scratch = await mkdtemp(join(this.layers.tmpDir, 'pull-'));
+    const scratch = await this.layers.scratch.make('pull');
     const started = Date.now();
     try {
       const layout = join(scratch, 'layout');

@@ -3,7 +3,7 @@
  * Images are built locally (test/helpers/oci-image.ts); two of them sit on the real base image,
  * the rest are a few files so that each test can afford a cache of its own.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import {
   cp,
   mkdir,
@@ -350,6 +350,20 @@ describe('layers', () => {
     expect(err.retryable).toBe(false);
     expect(err.message).toContain(layer);
     expect(err.message).toContain(`image ${ref}:`);
+  });
+});
+
+describe('scratch space', () => {
+  it('removes what a dead process left half-unpacked, and nothing of a live one', async () => {
+    const cacheDir = await freshDir('sweep');
+    const dead = spawn('true');
+    await new Promise((r) => dead.once('exit', r));
+    const leftover = join(cacheDir, 'tmp', `layer-${dead.pid}-abc`);
+    const live = join(cacheDir, 'tmp', `pull-${process.pid}-def`);
+    await mkdir(join(leftover, 'usr'), { recursive: true });
+    await mkdir(live, { recursive: true });
+    await new LocalImageStore({ cacheDir }).resolve(small);
+    expect(await readdir(join(cacheDir, 'tmp'))).toEqual([`pull-${process.pid}-def`]);
   });
 });
 
