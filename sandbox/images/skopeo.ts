@@ -94,11 +94,8 @@ export class Skopeo {
     await this.run(args, reference, 'pull');
   }
 
-  /**
-   * The digest of the manifest a registry serves for `source` (an image index's own digest for a
-   * multi-platform image), from its exact bytes.
-   */
-  async manifestDigest(source: string, reference: string, src: SourceOptions): Promise<string> {
+  /** The exact bytes of the manifest (or image index) a registry serves for `source`. */
+  rawManifest(source: string, reference: string, src: SourceOptions): Promise<Buffer> {
     const args = [
       'inspect',
       '--raw',
@@ -106,7 +103,15 @@ export class Skopeo {
       ...(src.insecure ? ['--tls-verify=false'] : []),
       source,
     ];
-    const raw = await this.run(args, reference, 'inspect');
+    return this.run(args, reference, 'inspect');
+  }
+
+  /**
+   * The digest of the manifest a registry serves for `source` (an image index's own digest for a
+   * multi-platform image), from its exact bytes.
+   */
+  async manifestDigest(source: string, reference: string, src: SourceOptions): Promise<string> {
+    const raw = await this.rawManifest(source, reference, src);
     return `sha256:${createHash('sha256').update(raw).digest('hex')}`;
   }
 }

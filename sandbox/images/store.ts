@@ -30,6 +30,7 @@ import {
   readJsonBlob,
 } from './oci.js';
 import { digestSchema, parseReference, skopeoName, type ImageReference } from './reference.js';
+import { seedCachedLayers } from './seed.js';
 import { Skopeo } from './skopeo.js';
 import { BASE_IMAGE, ImageError, type ImageRoot, type ImageStore } from './types.js';
 
@@ -226,7 +227,11 @@ export class LocalImageStore implements ImageStore {
       // A tag is pinned to the digest looked up, so what is unpacked is what the record names.
       const source = skopeoName(ref, ref.transport === 'docker' ? digest : undefined);
       this.log?.(`image ${reference}: pulling ${digest}`);
-      await this.skopeo.copy(source, layout, PULL_TAG, reference, { insecure: this.insecure(ref) });
+      const src = { insecure: this.insecure(ref) };
+      if (ref.transport === 'docker') {
+        await seedCachedLayers(layout, this.layers, this.skopeo, ref, digest, reference, src);
+      }
+      await this.skopeo.copy(source, layout, PULL_TAG, reference, src);
       const fail = (why: string): never => {
         throw new ImageError(`image ${reference}: ${why}`, false);
       };

@@ -13,6 +13,8 @@ import { join } from 'node:path';
 export interface TestRegistry {
   /** `127.0.0.1:<port>`, the registry part of image references. */
   host: string;
+  /** The registry's storage (`docker/registry/v2/blobs/<algo>/<2 hex>/<hex>/data` are the blobs). */
+  storageDir: string;
   /** Stops the registry and removes its storage. */
   stop(): Promise<void>;
 }
@@ -90,6 +92,7 @@ export async function startRegistry(): Promise<TestRegistry> {
     }
     return {
       host,
+      storageDir: join(dir, 'storage'),
       async stop() {
         child.kill('SIGTERM');
         await exited(child);
