@@ -32,8 +32,11 @@ async function run(argv: string[], what: string): Promise<string> {
       throw new LayerUnpackError(`${what}: ${argv[0]} is not installed`);
     }
     const stderr = String((err as { stderr?: string }).stderr ?? '').trim();
-    const lines = stderr.split('\n').filter((l) => !/Removing leading/.test(l));
-    throw new LayerUnpackError(`${what}: ${lines.slice(-3).join('; ') || (err as Error).message}`);
+    // The first refusals say what is wrong; tar's warnings and summary line do not.
+    const lines = stderr.split('\n').filter((l) => l && !/Removing leading|Exiting with/.test(l));
+    throw new LayerUnpackError(
+      `${what}: ${lines.slice(0, 3).join('; ') || (err as Error).message}`,
+    );
   }
 }
 

@@ -34,13 +34,15 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { DEFAULT_BASE_IMAGE_DIR } from '../../sandbox/images/base.js';
+import { ScratchSpace } from '../../sandbox/images/scratch.js';
 
 const execFileAsync = promisify(execFile);
 
 export interface LayerSpec {
   /**
    * Files to add, by absolute image path: the content as a string, or `{ copyFrom }` a host file
-   * or directory copied there recursively (e.g. a repository with its node_modules). Default none.
+   * or directory copied there recursively (e.g. a repository with its node_modules). Parent
+   * directories the layer has to create are root's, mode 0755, in the image too. Default none.
    */
   files?: Record<string, string | { copyFrom: string }>;
   /** Image paths this layer deletes from the layers below (whiteout markers). Default none. */
@@ -173,8 +175,8 @@ export async function baseLayout(baseImageDir: string = DEFAULT_BASE_IMAGE_DIR):
     )
   )
     return done;
-  await mkdir(root, { recursive: true });
-  const scratch = await mkdtemp(join(root, `${id}.tmp-`));
+  // Scratch named by process: what a killed build leaves is swept by the next one.
+  const scratch = await new ScratchSpace(join(root, 'tmp')).make('build');
   try {
     const tarball = join(scratch, 'layer.tar.zst');
     await execFileAsync('tar', [
