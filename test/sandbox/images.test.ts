@@ -18,6 +18,7 @@ import {
 } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -435,11 +436,20 @@ describe('concurrency', () => {
     expect(lines.filter((l) => l.includes('pulled'))).toHaveLength(1);
   });
 
-  it('two stores racing on one cache (as two processes would) both get complete layers', async () => {
+  it('processes racing on one cache all get the same complete layers', async () => {
     const cacheDir = await freshDir('race');
-    const stores = [1, 2].map(() => new LocalImageStore({ cacheDir }));
-    const [a, b] = await Promise.all(stores.map((s) => s.resolve(small)));
+    const child = fileURLToPath(new URL('../helpers/resolve-image-child.ts', import.meta.url));
+    const inChild = () =>
+      execFileAsync(process.execPath, ['--import', 'tsx', child, cacheDir, small]).then(
+        ({ stdout }) => JSON.parse(stdout) as ImageRoot,
+      );
+    const [a, b, c] = await Promise.all([
+      inChild(),
+      inChild(),
+      new LocalImageStore({ cacheDir }).resolve(small),
+    ]);
     expect(b).toEqual(a);
+    expect(c).toEqual(a);
     expect((await readdir(join(cacheDir, 'layers'))).sort()).toEqual(
       a!.layers.map((l) => l.slice(l.lastIndexOf('/') + 1)).sort(),
     );
