@@ -72,10 +72,13 @@ export interface BuildImageOptions {
   env?: Record<string, string>;
   /** The config's `WorkingDir`. Default none. */
   workingDir?: string;
+  /** The config's `architecture` (the OS is linux). Default `amd64`. */
+  architecture?: string;
 }
 
 const MANIFEST_TYPE = 'application/vnd.oci.image.manifest.v1+json';
 const CONFIG_TYPE = 'application/vnd.oci.image.config.v1+json';
+const INDEX_TYPE = 'application/vnd.oci.image.index.v1+json';
 const REF_NAME = 'org.opencontainers.image.ref.name';
 
 interface Descriptor {
@@ -247,7 +250,7 @@ export async function buildImage(options: BuildImageOptions): Promise<string> {
   await mkdir(layout, { recursive: true });
   const layers: Descriptor[] = [];
   const config: ImageConfig = {
-    architecture: 'amd64',
+    architecture: options.architecture ?? 'amd64',
     os: 'linux',
     config: {},
     rootfs: { type: 'layers', diff_ids: [] },
@@ -326,15 +329,64 @@ export async function buildImage(options: BuildImageOptions): Promise<string> {
 }
 
 /** Pushes `source` (any skopeo reference) to the plain-HTTP registry `host` as `nameTag`. */
+/**
+ * An image index (a multi-platform image) of images built by `buildImage`, each listed with its
+ * config's platform, written into the new layout `layout` as `tag`; returns `oci:<layout>:<tag>`.
+ */
+export async function buildIndex(layout: string, tag: string, images: string[]): Promise<string> {
+  await mkdir(layout, { recursive: true });
+  const manifests: (Descriptor & { platform: { os: string; architecture: string } })[] = [];
+  for (const image of images) {
+    const [, dir, imageTag] = /^oci:(.*):([^:]+)$/.exec(image) ?? [];
+    if (dir === undefined)
+      throw new Error(`buildIndex takes oci:<layout>:<tag> images, not ${image}`);
+    const index = JSON.parse(await readFile(join(dir, 'index.json'), 'utf8'));
+    const entry = index.manifests.find((m: any) => m.annotations?.[REF_NAME] === imageTag);
+    const manifest = JSON.parse(await readFile(blobFile(dir, entry.digest), 'utf8'));
+    const config = JSON.parse(await readFile(blobFile(dir, manifest.config.digest), 'utf8'));
+    for (const blob of [entry, manifest.config, ...manifest.layers] as Descriptor[]) {
+      await shareBlob(dir, layout, blob.digest);
+    }
+    manifests.push({
+      mediaType: MANIFEST_TYPE,
+      digest: entry.digest,
+      size: entry.size,
+      platform: { os: config.os, architecture: config.architecture },
+    });
+  }
+  const imageIndex = { schemaVersion: 2, mediaType: INDEX_TYPE, manifests };
+  const descriptor = await writeBlob(layout, INDEX_TYPE, JSON.stringify(imageIndex));
+  await writeFile(join(layout, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
+  await writeFile(
+    join(layout, 'index.json'),
+    JSON.stringify({
+      schemaVersion: 2,
+      manifests: [{ ...descriptor, annotations: { [REF_NAME]: tag } }],
+    }),
+  );
+  return `oci:${layout}:${tag}`;
+}
+
+/**
+ * Pushes `source` (any skopeo reference; every platform of an index) to the plain-HTTP registry
+ * `host` as `nameTag`; returns the `docker://` reference.
+ */
 export async function pushImage(source: string, host: string, nameTag: string): Promise<string> {
   const target = `docker://${host}/${nameTag}`;
-  await execFileAsync('skopeo', ['copy', '--quiet', '--dest-tls-verify=false', source, target]);
+  await execFileAsync('skopeo', [
+    'copy',
+    '--quiet',
+    '--all',
+    '--dest-tls-verify=false',
+    source,
+    target,
+  ]);
   return target;
 }
 
 /** Saves `source` as an OCI archive file; returns its reference, `oci-archive:<file>:<tag>`. */
 export async function saveArchive(source: string, file: string, tag = 'latest'): Promise<string> {
   const target = `oci-archive:${file}:${tag}`;
-  await execFileAsync('skopeo', ['copy', '--quiet', source, target]);
+  await execFileAsync('skopeo', ['copy', '--quiet', '--all', source, target]);
   return target;
 }

@@ -28,7 +28,13 @@ import {
   parseReference,
   type ImageRoot,
 } from '../../sandbox/images/index.js';
-import { buildImage, pushImage, saveArchive, type LayerSpec } from '../helpers/oci-image.js';
+import {
+  buildImage,
+  buildIndex,
+  pushImage,
+  saveArchive,
+  type LayerSpec,
+} from '../helpers/oci-image.js';
 import { startRegistry, type TestRegistry } from '../helpers/registry.js';
 import { writeTar } from '../helpers/tar.js';
 
@@ -63,6 +69,13 @@ async function imageError(promise: Promise<unknown>): Promise<ImageError> {
   );
   expect(err).toBeInstanceOf(ImageError);
   return err as ImageError;
+}
+
+/** Deletes from the test registry the blob of the layer unpacked in `layerDir`. */
+async function dropRegistryBlob(layerDir: string): Promise<void> {
+  const hex = layerDir.slice(layerDir.lastIndexOf('sha256-') + 7);
+  const blobs = join(registry.storageDir, 'docker/registry/v2/blobs/sha256');
+  await rm(join(blobs, hex.slice(0, 2), hex, 'data'));
 }
 
 function unpacked(lines: string[]): string[] {
@@ -181,9 +194,7 @@ describe('pulling', () => {
     const first = await store.resolve(one!);
     // With the shared base layer gone from the registry, only a pull that skips what the cache
     // holds can succeed.
-    const base = first.layers[0]!.slice(first.layers[0]!.lastIndexOf('sha256-') + 7);
-    const blobs = join(registry.storageDir, 'docker/registry/v2/blobs/sha256');
-    await rm(join(blobs, base.slice(0, 2), base, 'data'));
+    await dropRegistryBlob(first.layers[0]!);
     const second = await store.resolve(two!);
 
     expect(first.layers).toHaveLength(2);
@@ -207,6 +218,41 @@ describe('pulling', () => {
     expect(first.workingDir).toBe('/testbed');
     expect(first.digest).toMatch(/^sha256:[a-f0-9]{64}$/);
     expect(await readdir(join(cacheDir, 'tmp'))).toEqual([]);
+  });
+
+  it('resolves an image index to its linux/amd64 image, skipping cached layers there too', async () => {
+    const shared = join(tmp, 'shared-layer.tar');
+    await writeTar(shared, [{ name: 'shared', content: 'both\n' }]);
+    const platformImage = (name: string, architecture: string) =>
+      buildImage({
+        layout: join(tmp, `${name}-${architecture}`),
+        base: false,
+        architecture,
+        layers: [{ tarFile: shared }, { files: { '/arch': `${architecture}\n`, '/name': name } }],
+      });
+    const multi = async (name: string) => {
+      const images = [await platformImage(name, 'arm64'), await platformImage(name, 'amd64')];
+      const index = await buildIndex(join(tmp, `${name}-index`), 'latest', images);
+      return pushImage(index, registry.host, `tasks/${name}:1`);
+    };
+    const [one, two] = [await multi('multi-one'), await multi('multi-two')];
+    const store = new LocalImageStore({
+      cacheDir: await freshDir('multi'),
+      insecureRegistries: [registry.host],
+    });
+    const first = await store.resolve(one);
+    expect(await readFile(join(first.layers[1]!, 'arch'), 'utf8')).toBe('amd64\n');
+    // The digest is the index's, as the registry names it.
+    const served = await fetch(`http://${registry.host}/v2/tasks/multi-one/manifests/1`, {
+      method: 'HEAD',
+      headers: { accept: 'application/vnd.oci.image.index.v1+json' },
+    });
+    expect(first.digest).toBe(served.headers.get('docker-content-digest'));
+    await dropRegistryBlob(first.layers[0]!);
+    const second = await store.resolve(two);
+    expect(second.layers[0]).toBe(first.layers[0]);
+    expect(await readFile(join(second.layers[1]!, 'name'), 'utf8')).toBe('multi-two');
+    expect(await readFile(join(second.layers[1]!, 'arch'), 'utf8')).toBe('amd64\n');
   });
 
   it('pulls from an OCI layout and an OCI archive of the same image into the same layers', async () => {
