@@ -132,3 +132,32 @@ export function pickManifest(
   const found = index.manifests.find((m) => m.annotations?.[REF_NAME] === tag);
   return found ?? `it has no image tagged "${tag}"`;
 }
+
+/**
+ * The image `tag` names in an OCI layout: its manifest and config, each checked against its
+ * descriptor and parsed. An image with no layers has no root file system, so it is an error too.
+ */
+export async function readImage(
+  layout: string,
+  tag: string,
+): Promise<{ manifest: Manifest; config: z.infer<typeof configSchema> } | { error: string }> {
+  let json: unknown;
+  try {
+    json = JSON.parse(await readFile(join(layout, 'index.json'), 'utf8'));
+  } catch {
+    return { error: `the layout's index.json is missing or not JSON` };
+  }
+  const index = indexSchema.safeParse(json);
+  if (!index.success) return { error: `the layout's index.json is not an OCI index` };
+  const entry = pickManifest(index.data, tag);
+  if (typeof entry === 'string') return { error: `the layout: ${entry}` };
+  if (!IMAGE_MANIFEST_TYPES.has(entry.mediaType)) {
+    return { error: `no linux/amd64 image (manifest type ${entry.mediaType})` };
+  }
+  const manifest = await readJsonBlob(layout, entry, manifestSchema);
+  if ('error' in manifest) return manifest;
+  if (manifest.value.layers.length === 0) return { error: 'the image has no layers' };
+  const config = await readJsonBlob(layout, manifest.value.config, configSchema);
+  if ('error' in config) return config;
+  return { manifest: manifest.value, config: config.value };
+}

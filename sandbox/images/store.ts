@@ -21,14 +21,7 @@ import { promisify } from 'node:util';
 import { z } from 'zod';
 import { baseImageRoot, DEFAULT_BASE_IMAGE_DIR } from './base.js';
 import { LayerCache } from './layer-cache.js';
-import {
-  configSchema,
-  IMAGE_MANIFEST_TYPES,
-  indexSchema,
-  manifestSchema,
-  pickManifest,
-  readJsonBlob,
-} from './oci.js';
+import { indexSchema, pickManifest, readImage } from './oci.js';
 import { digestSchema, parseReference, skopeoName, type ImageReference } from './reference.js';
 import { seedCachedLayers } from './seed.js';
 import { Skopeo } from './skopeo.js';
@@ -232,34 +225,16 @@ export class LocalImageStore implements ImageStore {
         await seedCachedLayers(layout, this.layers, this.skopeo, ref, digest, reference, src);
       }
       await this.skopeo.copy(source, layout, PULL_TAG, reference, src);
-      const fail = (why: string): never => {
-        throw new ImageError(`image ${reference}: ${why}`, false);
-      };
-      const indexText = await readFile(join(layout, 'index.json'), 'utf8');
-      let indexJson: unknown;
-      try {
-        indexJson = JSON.parse(indexText);
-      } catch {
-        return fail('skopeo wrote an index.json that is not JSON');
-      }
-      const index = indexSchema.safeParse(indexJson);
-      if (!index.success) return fail('skopeo wrote no OCI index');
-      const entry = pickManifest(index.data, PULL_TAG);
-      if (typeof entry === 'string') return fail(`skopeo's layout: ${entry}`);
-      if (!IMAGE_MANIFEST_TYPES.has(entry.mediaType)) {
-        return fail(`no linux/amd64 image (manifest type ${entry.mediaType})`);
-      }
-      const manifest = await readJsonBlob(layout, entry, manifestSchema);
-      if ('error' in manifest) return fail(manifest.error);
-      const config = await readJsonBlob(layout, manifest.value.config, configSchema);
-      if ('error' in config) return fail(config.error);
+      const image = await readImage(layout, PULL_TAG);
+      if ('error' in image) throw new ImageError(`image ${reference}: ${image.error}`, false);
+      const { manifest, config } = image;
       // One layer at a time: unpacking is disk- and CPU-bound, and the log reads in order.
-      for (const layer of manifest.value.layers) await this.layers.ensure(layout, layer, reference);
+      for (const layer of manifest.layers) await this.layers.ensure(layout, layer, reference);
       const record: ImageRecord = {
         digest,
-        layers: manifest.value.layers.map((l) => l.digest),
-        env: parseEnv(config.value.config?.Env),
-        ...(config.value.config?.WorkingDir ? { workingDir: config.value.config.WorkingDir } : {}),
+        layers: manifest.layers.map((l) => l.digest),
+        env: parseEnv(config.config?.Env),
+        ...(config.config?.WorkingDir ? { workingDir: config.config.WorkingDir } : {}),
       };
       await this.writeRecord(record, scratch);
       const layers = record.layers.length;

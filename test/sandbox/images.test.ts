@@ -445,6 +445,15 @@ describe('failures', () => {
     expect(err.message).toContain(`image ${ref}:`);
   });
 
+  it('refuses an image with no layers: it has no root file system', async () => {
+    const ref = await buildImage({ layout: join(tmp, 'empty'), base: false, layers: [] });
+    const err = await imageError(
+      new LocalImageStore({ cacheDir: await freshDir('empty') }).resolve(ref),
+    );
+    expect(err.retryable).toBe(false);
+    expect(err.message).toBe(`image ${ref}: the image has no layers`);
+  });
+
   it('says a missing layout is not found', async () => {
     const ref = `oci:${join(tmp, 'no-such-layout')}:latest`;
     const err = await imageError(
