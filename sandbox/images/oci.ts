@@ -66,7 +66,7 @@ export function layerCompression(mediaType: string): Compression | undefined {
   return LAYER_TYPES[mediaType];
 }
 
-export const REF_NAME = 'org.opencontainers.image.ref.name';
+const REF_NAME = 'org.opencontainers.image.ref.name';
 
 /** Where a blob lives in an OCI layout. */
 export function blobPath(layout: string, digest: string): string {
@@ -75,7 +75,7 @@ export function blobPath(layout: string, digest: string): string {
 }
 
 /** The content digest (`<algo>:<hex>`) of a file, in the algorithm `like` names. */
-export async function fileDigest(path: string, like: string): Promise<string> {
+async function fileDigest(path: string, like: string): Promise<string> {
   const algo = like.slice(0, like.indexOf(':'));
   const hash = createHash(algo);
   for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);

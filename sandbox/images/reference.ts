@@ -8,7 +8,7 @@ import { resolve as resolvePath } from 'node:path';
 import { z } from 'zod';
 import { ImageError } from './types.js';
 
-/** A registry image; `skopeo` is the fully qualified `docker://` form skopeo is given. */
+/** An image in a registry (`skopeoName` gives its fully qualified `docker://` form). */
 export interface RegistryReference {
   transport: 'docker';
   /** Registry host (and port), e.g. `docker.io` or `127.0.0.1:5000`. */

@@ -9,11 +9,10 @@ import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import type { LayerCache } from './layer-cache.js';
 import { blobPath, descriptorSchema, IMAGE_MANIFEST_TYPES, manifestSchema } from './oci.js';
-import type { RegistryReference } from './reference.js';
-import { skopeoName } from './reference.js';
+import { skopeoName, type RegistryReference } from './reference.js';
 import type { Skopeo, SourceOptions } from './skopeo.js';
 
-const indexSchema = z.object({
+const platformIndexSchema = z.object({
   manifests: z.array(
     descriptorSchema.extend({
       platform: z.object({ os: z.string(), architecture: z.string() }).optional(),
@@ -38,7 +37,7 @@ async function imageManifest(
   src: SourceOptions,
 ): Promise<z.infer<typeof manifestSchema> | undefined> {
   const top = parse(await skopeo.rawManifest(skopeoName(ref, digest), reference, src));
-  const index = indexSchema.safeParse(top);
+  const index = platformIndexSchema.safeParse(top);
   if (!index.success) {
     const manifest = manifestSchema.safeParse(top);
     return manifest.success ? manifest.data : undefined;
