@@ -3,7 +3,8 @@
  * problem_statement, expected_output_json, parsed_commit_content. They are recognised so that a
  * file of them fails with the reason instead of a schema error: their hidden tests live inside
  * the image (/r2e_tests) and are scored against expected_output_json, with no test_patch to
- * apply, which neither reward of the task model (`tests`, `script`) expresses.
+ * apply, which neither reward of the task model (`tests`, `script`) expresses; and those tests
+ * sit in the image the agent's sandbox runs on, readable by the agent.
  */
 import { z } from 'zod';
 import { loadError, type RowLocation } from '../load-error.js';
@@ -23,7 +24,7 @@ export function mapR2eGymRow(value: unknown, at: RowLocation): never {
   const parsed = R2eGymRow.safeParse(value);
   if (!parsed.success) throw loadError(`invalid R2E-Gym row:\n${z.prettifyError(parsed.error)}`, at);
   throw loadError(
-    `task ${parsed.data.repo_name}@${parsed.data.commit_hash}: expected_output_json: R2E-Gym scores the tests inside its image (/r2e_tests) against expected_output_json, with no test_patch; the task model has no reward for that, so R2E-Gym rows cannot load yet`,
+    `task ${parsed.data.repo_name}@${parsed.data.commit_hash}: expected_output_json: R2E-Gym scores the tests inside its image (/r2e_tests) against expected_output_json, with no test_patch, and the agent's sandbox would see those tests; the task model has no reward for that, so R2E-Gym rows cannot load yet`,
     at,
   );
 }
