@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -109,6 +109,20 @@ describe('load-time checks', () => {
       expect.stringMatching(/ids\.jsonl:1: task ids: FAIL_TO_PASS\[1\]: "test_fix" is not a pytest test id/),
       expect.stringMatching(/ids\.jsonl:2: task go-ids: FAIL_TO_PASS\[1\]: "parse empty" is not a go-test test id/),
     ]);
+  });
+});
+
+describe('load-time checks over many rows', () => {
+  it('unpack a workspace shared by many rows once', async () => {
+    const rows = Array.from({ length: 300 }, (_, i) =>
+      task(`shared-${i}`, { workspace: { kind: 'git-bundle', path: 'proj.bundle' } }),
+    );
+    const file = join(root, 'shared.jsonl');
+    await writeFile(file, rows.map((r) => JSON.stringify(r)).join('\n'));
+    const report = await loadTaskReport(file);
+    const ownCache = join(root, 'shared-cache');
+    expect(await checkTasks(report.tasks, { cacheDir: ownCache })).toEqual([]);
+    expect(await readdir(ownCache)).toHaveLength(1);
   });
 });
 

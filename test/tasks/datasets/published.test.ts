@@ -2,6 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkTasks } from '../../../tasks/datasets/checks.js';
 import { loadTaskReport, loadTasks, parseTaskSource, TaskLoadError } from '../../../tasks/loader.js';
 
 let root = '';
@@ -107,6 +108,19 @@ describe('SWE-bench rows', () => {
     const report = await loadTaskReport(await write('extra.jsonl', rows), { warn: (w) => warnings.push(w) });
     expect(warnings).toEqual([expect.stringMatching(/extra\.jsonl:1: unknown SWE-bench field "reviewer" ignored \(in 3 rows\)$/)]);
     expect(report.warnings).toEqual(warnings);
+  });
+});
+
+describe('thousands of rows', () => {
+  it('load and pass their checks in seconds', async () => {
+    const rows = Array.from({ length: 5000 }, (_, i) => sweBenchRow(`astropy__astropy-${i}`));
+    const file = await write('many.jsonl', rows);
+    const started = Date.now();
+    const report = await loadTaskReport(file);
+    expect(await checkTasks(report.tasks)).toEqual([]);
+    expect(report.tasks).toHaveLength(5000);
+    // About half a second on an idle machine; the bound leaves room for a loaded one.
+    expect(Date.now() - started).toBeLessThan(15_000);
   });
 });
 
