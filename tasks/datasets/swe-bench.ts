@@ -5,13 +5,17 @@
  * in the instance's published image, whose name the harness derives from the id
  * (`<namespace>/sweb.eval.x86_64.<id, lower case, "__" spelt "_1776_">:latest`), on the repository
  * at /testbed; tests run as tasks/datasets/repo-tests.ts says, unless the caller's
- * `testCmd`/`logParser` replace it. A row may name its image itself in `image_name` (as
- * mini-swe-agent and SWE-smith rows do).
+ * `testCmd`/`logParser` replace it. A row may name its image itself, in `image` (SWE-bench 5.x
+ * rows, e.g. SWE-bench Multilingual) or `image_name` (mini-swe-agent and SWE-smith rows), and its
+ * parser in `log_parser` (5.x rows: a harness parser name, tasks/datasets/parser-names.ts).
+ * A 5.x row's `eval_script` is not run: it checks out the base commit by hash, which the reward's
+ * fresh repository does not have; the test command comes from the table or `testCmd`.
  */
 import { z } from 'zod';
 import { loadError, type RowLocation } from '../load-error.js';
 import type { LogParser } from '../schema.js';
 import type { DatasetOptions } from './options.js';
+import { knownParserNames, logParserOf } from './parser-names.js';
 import { parsePublishedRow, patchFiles, PublishedList, type PublishedShape } from './published.js';
 import type { UnknownFields } from './report.js';
 import { repoTests } from './repo-tests.js';
@@ -25,12 +29,26 @@ const SweBenchRow = z.looseObject({
   problem_statement: z.string(),
   FAIL_TO_PASS: PublishedList,
   PASS_TO_PASS: PublishedList,
+  image: z.string().min(1).optional(),
   image_name: z.string().min(1).optional(),
+  log_parser: z.string().min(1).optional(),
 });
 type SweBenchRow = z.infer<typeof SweBenchRow>;
 
-/** Published fields that map onto nothing of ours: hints are not shown, versions are in the image. */
-const UNUSED = ['hints_text', 'created_at', 'version', 'environment_setup_commit', 'difficulty'];
+/**
+ * Published fields that map onto nothing of ours: hints are not shown, versions are in the image,
+ * `eval_script` is not run (above), and `eval_type` (fail_only for a few repositories) is not
+ * followed: PASS_TO_PASS is always scored.
+ */
+const UNUSED = [
+  'hints_text',
+  'created_at',
+  'version',
+  'environment_setup_commit',
+  'difficulty',
+  'eval_script',
+  'eval_type',
+];
 
 /** The harness's instance image name (swebench/harness/test_spec: instance_image_key). */
 export function sweBenchImage(instanceId: string, namespace = 'swebench'): string {
@@ -59,7 +77,7 @@ export function mapSweBenchShape(
     FAIL_TO_PASS: row.FAIL_TO_PASS,
     PASS_TO_PASS: row.PASS_TO_PASS,
     workspace: { kind: 'image', path: '/testbed' },
-    environment: { image: row.image_name ?? image(row) },
+    environment: { image: row.image ?? row.image_name ?? image(row) },
     ...tests,
   };
 }
@@ -70,23 +88,35 @@ function testsOf(
   options: DatasetOptions,
 ): { test_command: string; log_parser: LogParser } {
   const table = repoTests(row.repo, patchFiles(row.test_patch));
-  if (options.testCmd !== undefined) {
-    const parser = options.logParser ?? table?.log_parser;
-    if (parser === undefined) {
-      throw loadError(
-        `task ${row.instance_id}: repo: ${row.repo} has no default log parser; give logParser (--log-parser) with testCmd`,
-        at,
-      );
-    }
-    return { test_command: options.testCmd, log_parser: parser };
+  const rowParser = row.log_parser === undefined ? undefined : logParserOf(row.log_parser);
+  if (row.log_parser !== undefined && rowParser === undefined) {
+    throw loadError(
+      `task ${row.instance_id}: log_parser: "${row.log_parser}" has no parser here (known: ${knownParserNames().join(', ')})`,
+      at,
+    );
   }
-  if (table === undefined) {
+  const command = options.testCmd ?? table?.test_command;
+  if (command === undefined) {
     throw loadError(
       `task ${row.instance_id}: repo: no default test command for ${row.repo}; give testCmd and logParser (--test-cmd, --log-parser)`,
       at,
     );
   }
-  return table;
+  if (options.testCmd === undefined && rowParser !== undefined && rowParser !== table?.log_parser) {
+    throw loadError(
+      `task ${row.instance_id}: log_parser: the row's parser ${rowParser} does not read the default command's output (${table?.log_parser ?? 'none'}); give testCmd`,
+      at,
+    );
+  }
+  // The caller's parser goes with the caller's command; the table's with the table's.
+  const parser = options.testCmd !== undefined ? (options.logParser ?? rowParser ?? table?.log_parser) : table?.log_parser;
+  if (parser === undefined) {
+    throw loadError(
+      `task ${row.instance_id}: log_parser: no log parser for ${row.repo}; give logParser (--log-parser) with testCmd`,
+      at,
+    );
+  }
+  return { test_command: command, log_parser: parser };
 }
 
 export function mapSweBenchRow(

@@ -7,27 +7,10 @@
  */
 import { z } from 'zod';
 import { loadError, type RowLocation } from '../load-error.js';
-import type { LogParser } from '../schema.js';
 import type { DatasetOptions } from './options.js';
+import { knownParserNames, logParserOf } from './parser-names.js';
 import { parsePublishedRow, PublishedList, type PublishedShape } from './published.js';
 import type { UnknownFields } from './report.js';
-
-/** SWE-rebench's parser names, onto ours; the generic JS parsers (`parse_log_js*`) have no match. */
-const PARSERS: Record<string, LogParser> = {
-  parse_log_pytest: 'pytest',
-  parse_log_pytest_v2: 'pytest',
-  parse_log_pytest_options: 'pytest',
-  parse_log_unittest: 'unittest',
-  parse_log_jest: 'jest',
-  parse_log_jest_json: 'jest',
-  parse_log_vitest: 'vitest',
-  parse_log_mocha: 'mocha',
-  parse_log_mocha_v2: 'mocha',
-  parse_log_tap: 'tap',
-  parse_log_gotest: 'go-test',
-  parse_log_go_test: 'go-test',
-  parse_log_cargo: 'cargo-test',
-};
 
 const InstallConfig = z.looseObject({
   test_cmd: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
@@ -100,10 +83,10 @@ export function mapSweRebenchRow(
   for (const key of Object.keys(config)) {
     if (!known.has(key)) unknown.add(SHAPE.dataset, `install_config.${key}`, at);
   }
-  const parser = PARSERS[config.log_parser];
+  const parser = logParserOf(config.log_parser);
   if (parser === undefined) {
     throw loadError(
-      `task ${row.instance_id}: install_config.log_parser: "${config.log_parser}" has no parser here (known: ${Object.keys(PARSERS).join(', ')})`,
+      `task ${row.instance_id}: install_config.log_parser: "${config.log_parser}" has no parser here (known: ${knownParserNames().join(', ')})`,
       at,
     );
   }

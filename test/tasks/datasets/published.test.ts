@@ -94,6 +94,25 @@ describe('SWE-bench rows', () => {
     expect(tasks[1]?.log_parser).toBe('unittest');
   });
 
+  it('read a 5.x row (SWE-bench Multilingual): its own image and log parser, with a test command given', async () => {
+    const row = sweBenchRow('burntsushi__ripgrep-2209', {
+      repo: 'BurntSushi/ripgrep',
+      image: 'swebench/sweb.eval.x86_64.burntsushi_1776_ripgrep-2209:latest',
+      log_parser: 'parse_log_cargo',
+      eval_script: '#!/bin/bash\ncargo test',
+      eval_type: 'pass_and_fail',
+      FAIL_TO_PASS: ['regression::r2209'],
+      PASS_TO_PASS: [],
+    });
+    const file = await write('multilingual.jsonl', [row]);
+    const err = await loadError(loadTasks(file));
+    expect(err.message).toContain('task burntsushi__ripgrep-2209: repo: no default test command for BurntSushi/ripgrep');
+    const [task] = await loadTasks(file, { testCmd: 'cargo test --no-fail-fast' });
+    expect(task?.environment.image).toBe('swebench/sweb.eval.x86_64.burntsushi_1776_ripgrep-2209:latest');
+    expect(task?.log_parser).toBe('cargo-test');
+    expect(task?.test_command).toBe('cargo test --no-fail-fast');
+  });
+
   it('names the row and field of a broken row', async () => {
     const file = await write('broken.json', [sweBenchRow('astropy__astropy-3'), sweBenchRow('astropy__astropy-4', { base_commit: 7 })], false);
     const err = await loadError(loadTasks(file));
