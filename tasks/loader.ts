@@ -27,7 +27,7 @@ import { isRecord, parseJson, readRows, readText, type Row } from './datasets/ro
 import { mapSweBenchRow } from './datasets/swe-bench.js';
 import { mapSweGymRow } from './datasets/swe-gym.js';
 import { mapSweRebenchRow } from './datasets/swe-rebench.js';
-import { TaskSchema, type Task } from './schema.js';
+import { EnvironmentSchema, RewardSpecSchema, TaskSchema, WorkspaceSchema, type Task } from './schema.js';
 
 export { TaskLoadError } from './load-error.js';
 export { TASK_FORMATS, type TaskFormat } from './datasets/report.js';
@@ -220,7 +220,14 @@ export async function loadTaskFile(file: string): Promise<Task[]> {
   return tasks.map((t) => t.task);
 }
 
-const TASK_KEYS = Object.keys(TaskSchema.shape);
+/** The keys of our format, at the top and in each nested object, for "did you mean". */
+const KNOWN_KEYS: Record<string, string[]> = {
+  '': Object.keys(TaskSchema.shape),
+  workspace: [...new Set(WorkspaceSchema.options.flatMap((o) => Object.keys(o.shape)))],
+  reward: [...new Set(RewardSpecSchema.options.flatMap((o) => Object.keys(o.shape)))],
+  environment: Object.keys(EnvironmentSchema.shape),
+  timeouts: Object.keys(TaskSchema.shape.timeouts.unwrap().shape),
+};
 
 /** Zod's issues, each with the field it is about, the task's id, and for a misspelt key the one meant. */
 function validate(raw: unknown, at: RowLocation): Task {
@@ -229,10 +236,12 @@ function validate(raw: unknown, at: RowLocation): Task {
   const id = isRecord(raw) && typeof raw.instance_id === 'string' ? ` ${raw.instance_id}` : '';
   const hints: string[] = [];
   for (const issue of parsed.error.issues) {
-    if (issue.code !== 'unrecognized_keys' || issue.path.length > 0) continue;
+    if (issue.code !== 'unrecognized_keys' || issue.path.length > 1) continue;
+    const parent = issue.path.join('.');
     for (const key of issue.keys) {
-      const meant = closestKey(key, TASK_KEYS);
-      hints.push(meant ? `unknown key "${key}": did you mean "${meant}"?` : `unknown key "${key}"`);
+      const meant = closestKey(key, KNOWN_KEYS[parent] ?? []);
+      const name = parent === '' ? key : `${parent}.${key}`;
+      hints.push(meant ? `unknown key "${name}": did you mean "${meant}"?` : `unknown key "${name}"`);
     }
   }
   const message = [`invalid task${id}:`, z.prettifyError(parsed.error), ...hints].join('\n');

@@ -117,6 +117,9 @@ describe('loadTaskFile', () => {
     delete row.test_framework;
     const err = await loadError(loadTaskFile(await write('typo.json', JSON.stringify(row))));
     expect(err.message).toContain('unknown key "test_framwork": did you mean "test_framework"?');
+    const nested = sweTask('e-4', { workspace: { kind: 'dir', path: 'repos/demo', strip_component: 1 } });
+    const nestedErr = await loadError(loadTaskFile(await write('typo-nested.json', JSON.stringify(nested))));
+    expect(nestedErr.message).toContain('unknown key "workspace.strip_component": did you mean "strip_components"?');
   });
 
   it('reports a duplicate instance_id', async () => {
