@@ -16,7 +16,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { loadError, TaskLoadError, type RowLocation } from './load-error.js';
+import { errorMessage, loadError, TaskLoadError, type RowLocation } from './load-error.js';
 import { closestKey } from './datasets/published.js';
 import { harborTaskDirs, mapHarborTask } from './datasets/harbor.js';
 import type { DatasetOptions } from './datasets/options.js';
@@ -126,7 +126,7 @@ async function detectDirFormat(dir: string): Promise<TaskFormat> {
  * R2E-Gym; SWE-bench fields without a workspace → SWE-Gym when every row's repository is one of
  * SWE-Gym's, else SWE-bench. Anything else is read as ours, whose errors then say what is missing.
  */
-export function detectRowFormat(rows: Row[]): TaskFormat {
+function detectRowFormat(rows: Row[]): TaskFormat {
   const first = rows.find((r) => isRecord(r.value))?.value;
   if (!isRecord(first) || 'workspace' in first) return 'agent-rollout';
   if ('install_config' in first) return 'swe-rebench';
@@ -181,7 +181,7 @@ export async function loadTaskPack(dir: string): Promise<Task[]> {
 
 async function loadPack(root: string): Promise<LocatedTask[]> {
   const entries = await readdir(root, { withFileTypes: true }).catch((err: unknown) => {
-    throw new TaskLoadError(`cannot read task pack: ${err instanceof Error ? err.message : String(err)}`, root);
+    throw new TaskLoadError(`cannot read task pack: ${errorMessage(err)}`, root);
   });
   const tasks: LocatedTask[] = [];
   for (const entry of entries.filter((e) => e.isDirectory()).sort(byName)) {

@@ -56,7 +56,7 @@ const UNUSED: Record<string, readonly string[]> = {
 };
 
 /** Whether `dir` is a Harbor task folder. */
-export async function isHarborTask(dir: string): Promise<boolean> {
+async function isHarborTask(dir: string): Promise<boolean> {
   return isFile(join(dir, 'task.toml'));
 }
 

@@ -51,7 +51,7 @@ const UNUSED = [
 ];
 
 /** The harness's instance image name (swebench/harness/test_spec: instance_image_key). */
-export function sweBenchImage(instanceId: string, namespace = 'swebench'): string {
+function sweBenchImage(instanceId: string, namespace = 'swebench'): string {
   return `${namespace}/sweb.eval.x86_64.${instanceId.toLowerCase().replaceAll('__', '_1776_')}:latest`;
 }
 

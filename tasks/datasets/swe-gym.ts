@@ -9,7 +9,7 @@ import type { DatasetOptions } from './options.js';
 import type { UnknownFields } from './report.js';
 import { mapSweBenchShape } from './swe-bench.js';
 
-export function sweGymImage(instanceId: string): string {
+function sweGymImage(instanceId: string): string {
   return `xingyaoww/sweb.eval.x86_64.${instanceId.replaceAll('__', '_s_').toLowerCase()}:latest`;
 }
 
