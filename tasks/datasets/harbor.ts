@@ -4,8 +4,10 @@
  * the reward to /logs/verifier/reward.txt), `environment/Dockerfile` or `[environment]
  * docker_image`, and optionally `solution/solve.sh`. The task runs in its prebuilt image with
  * its working directory as the workspace; the reward is a `script` reward over the task's
- * tests/ folder. A task with only a Dockerfile cannot run here (no Docker builds): the error says
- * to build and push it and name it in `docker_image`.
+ * tests/ folder, its wall time `[verifier] timeout_sec`. A verifier that writes only
+ * /logs/verifier/reward.json (Harbor's named rewards) is not read: the reward reads reward.txt.
+ * The agent's limits come from the batch, not `[agent]`. A task with only a Dockerfile cannot run
+ * here (no Docker builds): the error says to build and push it and name it in `docker_image`.
  */
 import { readdir, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
