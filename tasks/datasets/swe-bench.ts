@@ -50,9 +50,12 @@ const UNUSED = [
   'eval_type',
 ];
 
-/** The harness's instance image name (swebench/harness/test_spec: instance_image_key). */
+/**
+ * The harness's remote instance image (swebench/harness/test_spec/test_spec.py,
+ * `instance_image_key`): the whole `namespace/key` has "__" spelt "_1776_", as there.
+ */
 function sweBenchImage(instanceId: string, namespace = 'swebench'): string {
-  return `${namespace}/sweb.eval.x86_64.${instanceId.toLowerCase().replaceAll('__', '_1776_')}:latest`;
+  return `${namespace}/sweb.eval.x86_64.${instanceId.toLowerCase()}:latest`.replaceAll('__', '_1776_');
 }
 
 /** A row of the SWE-bench shape onto our task fields; `image` names the instance's image. */
