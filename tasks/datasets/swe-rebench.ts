@@ -2,14 +2,16 @@
  * SWE-rebench rows (nebius/SWE-rebench, and V2: nebius/SWE-rebench-V2): the SWE-bench fields plus
  * `install_config`, whose `test_cmd` (a command or a list of them) and `log_parser` (a function
  * name of SWE-rebench's log_parsers, e.g. `parse_log_pytest`) say how the tests run. The image is
- * V2's `image_name`, with the repository at `/<repository name>` (V2 images clone there), or V1's
- * `docker_image`, built by SWE-rebench's SWE-bench fork with the repository at /testbed.
+ * V2's `image_name`, with the repository at `/<repository name>` (V2 images clone there) and
+ * `test_cmd` run as it is; or V1's `docker_image`, built by SWE-rebench's SWE-bench fork with the
+ * repository at /testbed in the conda env `testbed`, where, as in the harness's eval script, the
+ * test patch's files are appended to the (last) test command.
  */
 import { z } from 'zod';
 import { loadError, type RowLocation } from '../load-error.js';
 import type { DatasetOptions } from './options.js';
 import { knownParserNames, logParserOf } from './parser-names.js';
-import { parsePublishedRow, PublishedList, type PublishedShape } from './published.js';
+import { parsePublishedRow, patchFiles, PublishedList, shellQuote, type PublishedShape } from './published.js';
 import type { UnknownFields } from './report.js';
 
 const InstallConfig = z.looseObject({
@@ -65,6 +67,9 @@ const UNUSED = [
   'pr_description',
 ];
 
+/** V1 images install the repository into the harness's conda env. */
+const V1_TESTBED = 'export PATH=/opt/miniconda3/envs/testbed/bin:$PATH';
+
 const SHAPE: PublishedShape<typeof SweRebenchRow> = {
   dataset: 'SWE-rebench',
   schema: SweRebenchRow,
@@ -97,7 +102,12 @@ export function mapSweRebenchRow(
   if (image === undefined) {
     throw loadError(`task ${row.instance_id}: image_name: the row names no image (image_name or docker_image)`, at);
   }
-  const commands = typeof config.test_cmd === 'string' ? [config.test_cmd] : config.test_cmd;
+  const commands = typeof config.test_cmd === 'string' ? [config.test_cmd] : [...config.test_cmd];
+  if (row.image_name === undefined) {
+    const files = patchFiles(row.test_patch).map(shellQuote);
+    commands.push(`${commands.pop() ?? ''} ${files.join(' ')}`.trimEnd());
+    commands.unshift(V1_TESTBED);
+  }
   return {
     instance_id: row.instance_id,
     repo: row.repo,

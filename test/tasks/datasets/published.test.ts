@@ -192,22 +192,32 @@ describe('SWE-rebench rows', () => {
     expect(task?.log_parser).toBe('pytest');
   });
 
-  it('map Go and cargo parsers; V1 rows use docker_image and /testbed', async () => {
+  it('map Go and cargo parsers of V2 rows, whose commands run as they are', async () => {
     const go = rebenchRow('a__b-1', { log_parser: 'parse_log_gotest', test_cmd: ['go build ./...', 'go test -v ./...'] }, {
       FAIL_TO_PASS: ['TestParse/empty'],
       PASS_TO_PASS: [],
     });
-    const v1 = rebenchRow('a__b-2', { log_parser: 'parse_log_cargo', test_cmd: 'cargo test' }, {
-      image_name: undefined,
-      docker_image: 'swerebench/sweb.eval.x86_64.a_1776_b-2',
+    const rust = rebenchRow('a__b-2', { log_parser: 'parse_log_cargo', test_cmd: 'cargo test' }, {
       FAIL_TO_PASS: ['parser::tests::empty'],
     });
-    const tasks = await loadTasks(await write('rebench-langs.jsonl', [go, v1]));
+    const tasks = await loadTasks(await write('rebench-langs.jsonl', [go, rust]));
     expect(tasks[0]?.log_parser).toBe('go-test');
     expect(tasks[0]?.test_command).toBe('go build ./...\ngo test -v ./...');
     expect(tasks[1]?.log_parser).toBe('cargo-test');
-    expect(tasks[1]?.workspace).toEqual({ kind: 'image', path: '/testbed' });
-    expect(tasks[1]?.environment.image).toBe('swerebench/sweb.eval.x86_64.a_1776_b-2');
+    expect(tasks[1]?.test_command).toBe('cargo test');
+  });
+
+  it('read V1 rows: docker_image, /testbed, the conda env and the test files appended', async () => {
+    const v1 = rebenchRow('oemof__tespy-653', { test_cmd: 'pytest --no-header -rA --tb=no -p no:cacheprovider' }, {
+      image_name: undefined,
+      docker_image: 'swerebench/sweb.eval.x86_64.oemof_1776_tespy-653',
+    });
+    const [task] = await loadTasks(await write('rebench-v1.jsonl', [v1]));
+    expect(task?.workspace).toEqual({ kind: 'image', path: '/testbed' });
+    expect(task?.environment.image).toBe('swerebench/sweb.eval.x86_64.oemof_1776_tespy-653');
+    expect(task?.test_command).toBe(
+      'export PATH=/opt/miniconda3/envs/testbed/bin:$PATH\npytest --no-header -rA --tb=no -p no:cacheprovider tests/test_m.py tests/test_n.py',
+    );
   });
 
   it('name the row of an unmappable log parser', async () => {
