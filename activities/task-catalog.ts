@@ -1,12 +1,15 @@
-import { builtinPackDir, loadTasks } from '../tasks/loader.js';
+import { builtinPackDir, loadTasks, parseTaskSource } from '../tasks/loader.js';
 import type { Task } from '../tasks/schema.js';
 
 /** Task source name meaning the built-in pack. */
 export const BUILTIN_TASKS = 'builtin';
 
-/** Where a task source lives on this host: the built-in pack's folder, or the path itself. */
+/**
+ * Where a task source lives on this host: the built-in pack's folder, or the source's path
+ * without its format prefix (`swe-bench:/data/x.jsonl` → `/data/x.jsonl`).
+ */
 export function taskSourcePath(source: string): string {
-  return source === BUILTIN_TASKS ? builtinPackDir() : source;
+  return source === BUILTIN_TASKS ? builtinPackDir() : parseTaskSource(source).path;
 }
 
 /**
@@ -19,7 +22,8 @@ export class TaskCatalog {
   load(source: string): Promise<Map<string, Task>> {
     let tasks = this.sources.get(source);
     if (!tasks) {
-      tasks = loadTasks(taskSourcePath(source)).then(
+      // The format prefix stays: the worker reads the source as the batch's start did.
+      tasks = loadTasks(source === BUILTIN_TASKS ? builtinPackDir() : source).then(
         (list) => new Map(list.map((t) => [t.instance_id, t])),
       );
       // A failed load is not cached: the file may be fixed and the activity retried.

@@ -29,6 +29,12 @@ export interface ParsedArgs {
   agent: string | undefined;
   out: string | undefined;
   id: string | undefined;
+  /** `tasks check`: the source's format (default: its prefix, else detected). */
+  format: string | undefined;
+  /** `tasks check`: SWE-bench/SWE-Gym test command for repositories without a default. */
+  testCmd: string | undefined;
+  /** `tasks check`: the log parser of `testCmd`. */
+  logParser: string | undefined;
   wait: boolean;
   help: boolean;
 }
@@ -52,6 +58,9 @@ export function parseCliArgs(argv: string[]): ParsedArgs {
         agent: { type: 'string' },
         out: { type: 'string' },
         id: { type: 'string' },
+        format: { type: 'string' },
+        'test-cmd': { type: 'string' },
+        'log-parser': { type: 'string' },
         wait: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
         ...Object.fromEntries(Object.keys(CONFIG_FLAGS).map((f) => [f, { type: 'string' as const }])),
@@ -77,6 +86,9 @@ export function parseCliArgs(argv: string[]): ParsedArgs {
     agent: values.agent as string | undefined,
     out: values.out as string | undefined,
     id: values.id as string | undefined,
+    format: values.format as string | undefined,
+    testCmd: values['test-cmd'] as string | undefined,
+    logParser: values['log-parser'] as string | undefined,
     wait: values.wait === true,
     help: values.help === true,
   };
@@ -95,6 +107,9 @@ commands:
   batch start              start a batch (--tasks builtin|DIR|FILE, --n N, --agent builtin, --id ID, --wait)
   batch status ID          print a batch's progress, or its manifest when finished
   batch export ID --out F  write a finished batch's trajectories to F (Arrow IPC stream)
+  tasks check SOURCE       load a task source and run its load-time checks; print a summary, exit 1 on failures
+                           (--format auto|agent-rollout|swe-bench|swe-rebench|swe-gym|r2e-gym|harbor,
+                           --test-cmd CMD --log-parser P for SWE-bench repositories without a default)
 
 flags:
   -c, --config FILE        configuration file (YAML or JSON; see README)

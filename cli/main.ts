@@ -21,6 +21,7 @@ import { endedBatchManifest } from '../stack/batch-manifest.js';
 import { ID_RULE, isSafeId } from '../workflows/ids.js';
 import { progressQuery } from '../workflows/queries.js';
 import { parseCliArgs, USAGE, UsageError, type ParsedArgs } from './args.js';
+import { tasksCheck } from './tasks-check.js';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -257,6 +258,9 @@ async function main(argv: string[]): Promise<void> {
       return dev(config);
     case 'batch':
       return batch(config, args);
+    case 'tasks':
+      process.exitCode = await tasksCheck(args, say);
+      return;
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
   }
@@ -267,7 +271,7 @@ const EXPECTED = [UsageError, ConfigError, StoreUrlError, TaskLoadError, BatchRe
 const DATA_ERRORS = [IncompleteGroupsError, GroupFileMismatchError];
 
 main(process.argv.slice(2)).then(
-  () => process.exit(0),
+  () => process.exit(process.exitCode ?? 0),
   (error: unknown) => {
     if (EXPECTED.some((cls) => error instanceof cls)) {
       process.stderr.write(`rollout: ${(error as Error).message}\n`);

@@ -5,7 +5,8 @@ import { fileURLToPath } from 'node:url';
 import type { BatchInput, BatchManifest, BatchProgress, EpisodeLimits, Sampling, StaleAction } from '../activities/types.js';
 import { BUILTIN_TASKS } from '../activities/task-catalog.js';
 import { blackBoxAgentNames, isBlackBoxAgent } from '../agents/presets/index.js';
-import { builtinPackDir, loadTasks } from '../tasks/loader.js';
+import { checkTasks, formatFailure } from '../tasks/datasets/checks.js';
+import { builtinPackDir, formatTaskSource, loadTaskReport, parseTaskSource } from '../tasks/loader.js';
 import type { batchWorkflow } from '../workflows/batch.js';
 import { boundViolation } from '../workflows/batch-bounds.js';
 import { ID_RULE, isSafeId } from '../workflows/ids.js';
@@ -17,7 +18,10 @@ import { episodeLimits, type Config } from './config.js';
 export interface BatchSpec {
   /** Default: `batch-<timestamp>`. */
   batchId?: string;
-  /** `builtin`, a task pack directory, or a JSON/JSONL task file. */
+  /**
+   * `builtin`, a task pack or Harbor directory, or a JSON/JSONL task file, optionally prefixed by
+   * its format (`swe-rebench:/data/x.jsonl`; tasks/loader.ts).
+   */
   tasks: string;
   n: number;
   agent: string;
@@ -76,13 +80,25 @@ async function allowedTaskSource(config: Config, tasks: string): Promise<string>
  */
 export async function buildBatchInput(config: Config, request: BatchSpec): Promise<BatchInput> {
   if (request.batchId !== undefined && !isSafeId(request.batchId)) throw new BatchRequestError(`batch id ${JSON.stringify(request.batchId)} is not valid: ${ID_RULE}`);
-  const source = request.tasks === BUILTIN_TASKS ? BUILTIN_TASKS : await allowedTaskSource(config, request.tasks);
-  const tasks = await loadTasks(source === BUILTIN_TASKS ? builtinPackDir() : source);
+  const builtin = request.tasks === BUILTIN_TASKS;
+  const requested = parseTaskSource(request.tasks);
+  const path = builtin ? builtinPackDir() : await allowedTaskSource(config, requested.path);
+  const report = await loadTaskReport(path, { format: requested.format });
+  const tasks = report.tasks.map((t) => t.task);
+  // The detected format travels in the source, so every worker reads the tasks the same way.
+  const source = builtin ? BUILTIN_TASKS : formatTaskSource(report.format, path);
   const known = new Set(tasks.map((t) => t.instance_id));
   const taskIds = request.taskIds ?? tasks.map((t) => t.instance_id);
   const unknown = taskIds.filter((id) => !known.has(id));
   if (unknown.length > 0) throw new BatchRequestError(`unknown task ids in ${request.tasks}: ${unknown.join(', ')}`);
   if (taskIds.length === 0) throw new BatchRequestError(`${request.tasks} has no tasks`);
+  const chosen = new Set(taskIds);
+  const failures = await checkTasks(report.tasks.filter((t) => chosen.has(t.task.instance_id)));
+  if (failures.length > 0) {
+    const shown = failures.slice(0, 20).map(formatFailure);
+    const more = failures.length > shown.length ? [`… and ${failures.length - shown.length} more`] : [];
+    throw new BatchRequestError(`${request.tasks} fails its load-time checks:\n${[...shown, ...more].join('\n')}`);
+  }
   if (request.agent !== 'builtin' && !isBlackBoxAgent(request.agent)) {
     throw new BatchRequestError(`unknown agent ${request.agent}; use builtin, ${blackBoxAgentNames().join(', ')}`);
   }

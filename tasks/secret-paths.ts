@@ -9,7 +9,9 @@ import type { Task } from './schema.js';
  * A task file at the top of the filesystem cannot have its folder hidden; hide it alone then.
  */
 export function secretPathsOf(taskSource: string, task: Task): string[] {
-  const paths = task.workspace.kind === 'dir' ? [] : [resolve(task.workspace.path)];
+  const { kind } = task.workspace;
+  // An image workspace's path is inside the image, not on the host.
+  const paths = kind === 'git-bundle' || kind === 'tarball' ? [resolve(task.workspace.path)] : [];
   const source = resolve(taskSource);
   const isDir = statSync(source, { throwIfNoEntry: false })?.isDirectory() ?? false;
   const folder = isDir ? source : dirname(source);

@@ -92,16 +92,34 @@ describe('loadTaskFile', () => {
   });
 
   it('reports a schema violation with zod’s message', async () => {
-    const bad = sweTask('e-1', { FAIL_TO_PASS: [], test_framework: 'rspec' });
+    const bad = sweTask('e-1', { test_framework: 'rspec' });
     const file = await write(
       'schema.jsonl',
       `${JSON.stringify(sweTask('e-0'))}\n${JSON.stringify(bad)}\n`,
     );
     const err = await loadError(loadTaskFile(file));
     expect(err.line).toBe(2);
-    expect(err.message).toContain('invalid task');
+    expect(err.message).toContain('invalid task e-1');
+    expect(err.message).toContain('→ at test_framework');
+  });
+
+  it('reports a cross-field violation once the fields themselves are valid', async () => {
+    // The cross-field rules run only when every field parses (zod's superRefine), so this row
+    // is otherwise valid.
+    const file = await write('empty-f2p.json', JSON.stringify(sweTask('e-2', { FAIL_TO_PASS: [] })));
+    const err = await loadError(loadTaskFile(file));
     expect(err.message).toContain('FAIL_TO_PASS must name at least one test');
-    expect(err.message).toContain('test_framework');
+    expect(err.message).toContain('→ at FAIL_TO_PASS');
+  });
+
+  it('rejects an unknown key and suggests the key meant', async () => {
+    const row = sweTask('e-3', { test_framwork: 'unittest' });
+    delete row.test_framework;
+    const err = await loadError(loadTaskFile(await write('typo.json', JSON.stringify(row))));
+    expect(err.message).toContain('unknown key "test_framwork": did you mean "test_framework"?');
+    const nested = sweTask('e-4', { workspace: { kind: 'dir', path: 'repos/demo', strip_component: 1 } });
+    const nestedErr = await loadError(loadTaskFile(await write('typo-nested.json', JSON.stringify(nested))));
+    expect(nestedErr.message).toContain('unknown key "workspace.strip_component": did you mean "strip_components"?');
   });
 
   it('reports a duplicate instance_id', async () => {

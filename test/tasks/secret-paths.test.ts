@@ -20,6 +20,10 @@ describe('secretPathsOf', () => {
     expect(secretPathsOf(folder, task({ kind: 'git-bundle', path: '/data/repo.bundle' }))).toEqual(['/data/repo.bundle', folder]);
   });
 
+  it('takes an image workspace path as inside the image, not a host path to hide', () => {
+    expect(secretPathsOf(file, task({ kind: 'image', path: '/testbed' }))).toEqual([folder]);
+  });
+
   it('hides only the file when its folder is the root', () => {
     expect(secretPathsOf('/tasks.jsonl', task({ kind: 'dir', path: '/repo' }))).toEqual(['/tasks.jsonl']);
   });
