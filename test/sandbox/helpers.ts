@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { BubblewrapProvider } from '../../sandbox/bubblewrap.js';
+import type { LocalSandboxProvider } from '../../sandbox/local-provider.js';
 
 /**
  * Host temp dirs live under /var/tmp, not /tmp: every sandbox has its own /tmp, so a fixture under
@@ -79,7 +79,7 @@ export function newFileDiff(path: string, content: string): string {
  * Removes every sandbox of `provider` (live, expired, half-made: their mounts and cgroups too) and
  * its now empty host directories, so a test leaves nothing on the host.
  */
-export async function removeAllSandboxes(provider: BubblewrapProvider): Promise<void> {
+export async function removeAllSandboxes(provider: LocalSandboxProvider): Promise<void> {
   await provider.sweepExpired(Number.MAX_SAFE_INTEGER);
   await provider.release();
 }
