@@ -554,10 +554,13 @@ export class LocalSandboxProvider implements SandboxProvider {
       throw new InvalidSandboxSpecError('cannot hide the whole root');
     if (spec.workspaceKey !== undefined && spec.workspaceKey === '')
       throw new InvalidSandboxSpecError('workspaceKey must not be empty');
-    const mounts = (spec.readOnlyMounts ?? []).map((m) => ({
-      hostPath: resolve(m.hostPath),
-      sandboxPath: m.sandboxPath,
-    }));
+    // Real paths, so a hidden path inside a mount is found whichever symlinks lead to either.
+    const mounts = await Promise.all(
+      (spec.readOnlyMounts ?? []).map(async (m) => ({
+        hostPath: await realpath(resolve(m.hostPath)).catch(() => resolve(m.hostPath)),
+        sandboxPath: m.sandboxPath,
+      })),
+    );
     const own = [WORKSPACE, SANDBOX_TMP];
     for (const m of mounts) {
       checkSandboxPath(m.sandboxPath);
