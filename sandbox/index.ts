@@ -1,5 +1,6 @@
 import { BubblewrapProvider } from './bubblewrap.js';
 import { FaultInjectingProvider } from './fault-injection.js';
+import type { ImageStore } from './images/types.js';
 import type { SandboxLimits, SandboxProvider } from './provider.js';
 
 export * from './provider.js';
@@ -9,6 +10,10 @@ export {
   defaultMountRoot,
   type BubblewrapProviderOptions,
 } from './bubblewrap.js';
+export { LocalSandboxProvider, type LocalSandboxProviderOptions } from './local-provider.js';
+export type { RunRequest, SandboxBind, SandboxRunner, SandboxUser } from './runner.js';
+export { BubblewrapRunner, type BubblewrapRunnerOptions } from './bwrap-runner.js';
+export { BaseImageOnlyStore } from './images/base-only.js';
 export { FreezerUnavailableError, type ResourceControlKind } from './cgroups.js';
 export { DENIED_SYSCALLS_X86_64 } from './seccomp.js';
 export { FaultInjectingProvider, type FaultInjectionOptions } from './fault-injection.js';
@@ -18,8 +23,13 @@ export interface SandboxProviderConfig {
   provider: 'bubblewrap';
   /** Host directory holding the sandboxes, e.g. `<dataDir>/sandboxes`. Required. */
   rootDir: string;
-  /** Host paths masked inside every sandbox (data dir, task pack). Default: none. */
+  /**
+   * Host paths masked in every sandbox wherever a read-only mount shows them (the data dir, the
+   * project); the root is an image, so nothing else of the host is visible. Default: none.
+   */
   hiddenPaths?: string[];
+  /** Where sandbox images come from. Default: the base image only (`BaseImageOnlyStore`). */
+  images?: ImageStore;
   /** Probability (0..1) that `create` fails on purpose; > 0 wraps the provider. Default 0. */
   createFailureRate?: number;
   /** Seed of the fault injection. Default 0. */
@@ -36,6 +46,7 @@ export function createSandboxProvider(config: SandboxProviderConfig): SandboxPro
   const provider = new BubblewrapProvider({
     rootDir: config.rootDir,
     hiddenPaths: config.hiddenPaths,
+    images: config.images,
     maxSandboxes: config.maxSandboxes,
     defaultTtlMs: config.defaultTtlMs,
     defaultLimits: config.defaultLimits,

@@ -1,30 +1,24 @@
 /**
- * A sandbox's filesystem on the host, mounted once at create and kept until destroy (each exec is
- * a fresh bwrap over it). The prepared copy stays with the sandbox's record; the mount points the
- * sandbox's bwrap binds from live in a mount directory the unprivileged sandbox user can reach
- * (whatever the permissions on the way to the provider's root directory):
+ * A sandbox's own filesystem on the host, mounted once at create and kept until destroy (each
+ * exec is a fresh runner over it). The mount points the runner binds from live in a mount
+ * directory the unprivileged sandbox user can reach (whatever the permissions on the way to the
+ * provider's root directory):
  *
- *   <dir>/base/            the prepared workspace (copy + fresh git repository), the overlay's
- *                          read-only lower layer
  *   <mountDir>/rw/         a tmpfs of `diskBytes`: every byte the sandbox can write lands here
- *   <mountDir>/rw/upper/   the overlay's upper layer (what the agent changed)
- *   <mountDir>/rw/work/    overlayfs' work directory
+ *   <mountDir>/rw/upper/   the workspace overlay's upper layer (what the agent changed)
+ *   <mountDir>/rw/work/    its overlayfs work directory
  *   <mountDir>/rw/tmp/     the sandbox's /tmp (and HOME)
- *   <mountDir>/workspace/  the overlay: base + upper, bound at /workspace
+ *   <mountDir>/workspace/  the overlay: prepared workspace layer + upper, bound at /workspace
  *
- * So the workspace is copy-on-write and every writable layer shares one size cap.
+ * So the prepared workspace is shared read-only, and every writable layer shares one size cap.
+ * The root is shared too (`shared-roots.ts`).
  */
-import { execFile } from 'node:child_process';
-import { chmod, chown, mkdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { ProviderUnavailableError } from './provider.js';
-import type { SandboxUser } from './mounts.js';
-
-const execFileAsync = promisify(execFile);
+import type { HostOp, Mounter, Tolerated } from './mounter.js';
+import type { SandboxUser } from './runner.js';
 
 export interface LayerPaths {
-  base: string;
   rw: string;
   upper: string;
   work: string;
@@ -32,10 +26,9 @@ export interface LayerPaths {
   workspace: string;
 }
 
-export function layerPaths(dir: string, mountDir: string): LayerPaths {
+export function layerPaths(mountDir: string): LayerPaths {
   const rw = join(mountDir, 'rw');
   return {
-    base: join(dir, 'base'),
     rw,
     upper: join(rw, 'upper'),
     work: join(rw, 'work'),
@@ -44,53 +37,55 @@ export function layerPaths(dir: string, mountDir: string): LayerPaths {
   };
 }
 
-async function run(argv: string[]): Promise<void> {
-  try {
-    await execFileAsync(argv[0]!, argv.slice(1));
-  } catch (err) {
-    const stderr = (err as { stderr?: string }).stderr?.trim();
-    throw new ProviderUnavailableError(
-      `${argv.join(' ')} failed: ${stderr || (err as Error).message}`,
-      {
-        cause: err,
-      },
-    );
-  }
+/** Makes the mount directory and mounts the size-capped tmpfs and the workspace overlay over `workspaceLower` (read-only): one batch. */
+export async function mountLayers(
+  mounter: Mounter,
+  mountDir: string,
+  options: { diskBytes: number; user: SandboxUser; workspaceLower: string },
+): Promise<void> {
+  const p = layerPaths(mountDir);
+  const { uid, gid } = options.user;
+  await mounter.run([
+    { op: 'mkdir', path: mountDir, mode: 0o755 },
+    { op: 'mkdir', path: p.rw, mode: 0o711 },
+    { op: 'mkdir', path: p.workspace, mode: 0o755 },
+    {
+      op: 'mount',
+      fstype: 'tmpfs',
+      source: 'sandbox-rw',
+      target: p.rw,
+      flags: ['nodev', 'nosuid'],
+      data: `size=${options.diskBytes},mode=0711`,
+    },
+    // The overlay's root is upper's root: the sandbox user must own it to write there.
+    { op: 'mkdir', path: p.upper, mode: 0o755, owner: { uid, gid } },
+    { op: 'mkdir', path: p.work, mode: 0o700 },
+    { op: 'mkdir', path: p.tmp, mode: 0o700, owner: { uid, gid } },
+    {
+      op: 'mount',
+      fstype: 'overlay',
+      source: 'sandbox-workspace',
+      target: p.workspace,
+      flags: ['nodev', 'nosuid'],
+      data: `lowerdir=${options.workspaceLower},upperdir=${p.upper},workdir=${p.work}`,
+    },
+  ]);
 }
 
-/** Mounts the size-capped tmpfs and the overlay over an already prepared `base/`. */
-export async function mountLayers(
-  p: LayerPaths,
-  diskBytes: number,
-  user: SandboxUser,
-): Promise<void> {
-  await mkdir(p.rw, { recursive: true });
-  await mkdir(p.workspace, { recursive: true });
-  await run([
-    'mount',
-    '-t',
-    'tmpfs',
-    '-o',
-    `size=${diskBytes},mode=0711,nodev,nosuid`,
-    'sandbox-rw',
-    p.rw,
-  ]);
-  await mkdir(p.upper);
-  await mkdir(p.work);
-  await mkdir(p.tmp);
-  await chown(p.tmp, user.uid, user.gid);
-  await chmod(p.tmp, 0o700);
-  // The overlay's root is a copy of base's root: the sandbox user must own it to write there.
-  await chown(p.upper, user.uid, user.gid);
-  await run([
-    'mount',
-    '-t',
-    'overlay',
-    '-o',
-    `lowerdir=${p.base},upperdir=${p.upper},workdir=${p.work},nodev,nosuid`,
-    'sandbox-workspace',
-    p.workspace,
-  ]);
+/**
+ * The operations that unmount the sandbox's own mounts and remove the mount directory; what is
+ * already gone is fine. They fail (ENOTEMPTY, EBUSY) on anything of another layout.
+ */
+export function removeLayersOps(mountDir: string): HostOp[] {
+  const p = layerPaths(mountDir);
+  const gone: Tolerated[] = ['ENOENT', 'EINVAL'];
+  return [
+    { op: 'umount', target: p.workspace, tolerate: gone },
+    { op: 'umount', target: p.rw, tolerate: gone },
+    { op: 'rmdir', path: p.rw, tolerate: ['ENOENT'] },
+    { op: 'rmdir', path: p.workspace, tolerate: ['ENOENT'] },
+    { op: 'rmdir', path: mountDir, tolerate: ['ENOENT'] },
+  ];
 }
 
 /** Mount points under `dir`, deepest first, from /proc/self/mountinfo. */
@@ -105,13 +100,7 @@ export async function mountsUnder(dir: string): Promise<string[]> {
   return [...new Set(points)].sort((a, b) => b.length - a.length);
 }
 
-/** Unmounts everything under `dir` (lazily if still busy); mounts already gone are fine. */
-export async function unmountLayers(dir: string): Promise<void> {
-  for (const point of await mountsUnder(dir)) {
-    try {
-      await execFileAsync('umount', [point]);
-    } catch {
-      await run(['umount', '-l', point]);
-    }
-  }
+/** Unmounts everything under `dir`, deepest first: debris of an unknown or older layout. */
+export async function unmountAllUnder(mounter: Mounter, dir: string): Promise<void> {
+  for (const point of await mountsUnder(dir)) while (await mounter.unmount(point));
 }

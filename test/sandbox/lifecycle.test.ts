@@ -155,7 +155,7 @@ describe('BubblewrapProvider limits and lifetimes', () => {
     const mountDir = join(defaultMountRoot(rootDir), info.id);
     // As if the host crashed while removing it: its record is gone, its mounts and cgroup are not.
     await rm(join(rootDir, info.id), { recursive: true, force: true });
-    expect(await mountsUnder(mountDir)).toHaveLength(2);
+    expect(await mountsUnder(mountDir)).toHaveLength(2); // tmpfs, workspace
     expect(existsSync(await cgroupFile(info.id, 'pids', ''))).toBe(true);
     await provider.sweepExpired();
     expect(await mountsUnder(mountDir)).toEqual([]);
