@@ -17,7 +17,8 @@
 import type { ReportedStatus } from '../junit.js';
 import { dropParenDuration, indentOf, logLines, record, type TestStatuses } from './lines.js';
 
-const FILE = /^(?:PASS|FAIL) \S/;
+/** The file line; with colours, PASS and FAIL are printed inverted, padded with spaces. */
+const FILE = /^ ?(?:PASS|FAIL) +\S/;
 const TEST = /^( +)([✓√✕×○✎]) (.+)$/u;
 
 const MARKS: Record<string, ReportedStatus> = {
