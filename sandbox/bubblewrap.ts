@@ -11,7 +11,7 @@
  * `process.ts`.
  */
 import { execFile } from 'node:child_process';
-import { chmod, mkdir, readdir, readFile, realpath, rm, stat, statfs, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, readdir, readFile, realpath, rm, stat, statfs, writeFile } from 'node:fs/promises';
 import { join, posix, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import {
@@ -52,7 +52,13 @@ import {
   type ResourceControlKind,
   type ResourceControlOptions,
 } from './cgroups.js';
-import { layerPaths, mountLayers, unmountLayers, type LayerPaths } from './layers.js';
+import {
+  layerPaths,
+  mountLayers,
+  unmountLayers,
+  writableDirHost,
+  type LayerPaths,
+} from './layers.js';
 import { seccompProgram } from './seccomp.js';
 import { infoOf, isSandboxId, readMeta, sandboxId, writeMeta, type SandboxMeta } from './meta.js';
 import { runInBwrap, type RunningCommand } from './process.js';
@@ -244,6 +250,10 @@ export class BubblewrapProvider implements SandboxProvider {
         maskedPaths: await this.maskedPaths(meta.hiddenPaths ?? []),
         emptyFile: join(await this.prepareRoot(), '.empty'),
         readOnlyMounts: meta.readOnlyMounts,
+        writableDirs: (meta.writableDirs ?? []).map((sandboxPath, i) => ({
+          hostPath: writableDirHost(layers, i),
+          sandboxPath,
+        })),
         unboundPaths: [MOUNT_BASE, this.mountRoot],
         sandboxUser: this.sandboxUser,
         shmBytes: Math.min(SHM_BYTES, meta.limits.diskBytes),
@@ -493,6 +503,10 @@ export class BubblewrapProvider implements SandboxProvider {
       await execFileAsync('chown', ['-R', '--no-dereference', `${uid}:${gid}`, '--', layers.base]);
       await (await this.rc()).create(id, limits);
       await mountLayers(layers, limits.diskBytes, this.sandboxUser);
+      for (const [i] of (spec.writableDirs ?? []).entries()) {
+        await mkdir(writableDirHost(layers, i), { recursive: true });
+        await chown(writableDirHost(layers, i), uid, gid);
+      }
     } catch (err) {
       await this.remove(id).catch(() => undefined);
       if (err instanceof ProviderUnavailableError) throw err;
@@ -511,6 +525,7 @@ export class BubblewrapProvider implements SandboxProvider {
       expiresAt: createdAt + (spec.ttlMs ?? this.defaultTtlMs),
       readOnlyMounts,
       hiddenPaths: (spec.hiddenPaths ?? []).map((p) => resolve(p)),
+      writableDirs: spec.writableDirs ?? [],
       limits,
     };
     await writeMeta(dir, meta);
@@ -551,6 +566,11 @@ export class BubblewrapProvider implements SandboxProvider {
           `read-only mount source is not readable by the sandbox user: ${m.hostPath}`,
         );
       }
+    }
+    for (const path of spec.writableDirs ?? []) {
+      checkSandboxPath(path);
+      if (`/${path.split('/')[1]}` === WORKSPACE || path.split('/')[1] === 'tmp')
+        throw new InvalidSandboxSpecError(`${path} is writable already (under /workspace or /tmp)`);
     }
     return mounts;
   }

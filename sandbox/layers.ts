@@ -10,6 +10,7 @@
  *   <mountDir>/rw/upper/   the overlay's upper layer (what the agent changed)
  *   <mountDir>/rw/work/    overlayfs' work directory
  *   <mountDir>/rw/tmp/     the sandbox's /tmp (and HOME)
+ *   <mountDir>/rw/dirs/N/  the Nth of the spec's `writableDirs`
  *   <mountDir>/workspace/  the overlay: base + upper, bound at /workspace
  *
  * So the workspace is copy-on-write and every writable layer shares one size cap.
@@ -42,6 +43,11 @@ export function layerPaths(dir: string, mountDir: string): LayerPaths {
     tmp: join(rw, 'tmp'),
     workspace: join(mountDir, 'workspace'),
   };
+}
+
+/** The host directory behind the sandbox's `index`th writable directory. */
+export function writableDirHost(p: LayerPaths, index: number): string {
+  return join(p.rw, 'dirs', String(index));
 }
 
 async function run(argv: string[]): Promise<void> {

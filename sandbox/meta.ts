@@ -17,6 +17,8 @@ export interface SandboxMeta {
   readOnlyMounts: { hostPath: string; sandboxPath: string }[];
   /** Host paths masked in this sandbox besides the provider's; absent in older metadata. */
   hiddenPaths?: string[];
+  /** `SandboxSpec.writableDirs`; absent in older metadata. */
+  writableDirs?: string[];
   /** The limits in force, every default filled in. */
   limits: Required<SandboxLimits>;
   /** Frozen by `pause` until `resume`. */

@@ -43,6 +43,8 @@ export interface MountPlan {
   /** An empty, read-only host file bound over masked files (`/dev/null` would be unopenable: nodev). */
   emptyFile: string;
   readOnlyMounts: { hostPath: string; sandboxPath: string }[];
+  /** Host directories bound read-write at sandbox paths (`SandboxSpec.writableDirs`). Default none. */
+  writableDirs?: { hostPath: string; sandboxPath: string }[];
   /**
    * Host paths left out of the sandbox altogether (their parents are opened up so siblings still
    * show): the mount root, where other sandboxes' mounts come and go. bwrap binds a top-level
@@ -164,7 +166,8 @@ function masks(paths: string[], fs: HostFs, user: SandboxUser | undefined): stri
 
 /** The bwrap arguments that build the sandbox filesystem, in the order bwrap must apply them. */
 export function mountArgs(plan: MountPlan, fs: HostFs = realHostFs): string[] {
-  const targets = [WORKSPACE, ...plan.readOnlyMounts.map((m) => m.sandboxPath)];
+  const writable = plan.writableDirs ?? [];
+  const targets = [WORKSPACE, ...[...plan.readOnlyMounts, ...writable].map((m) => m.sandboxPath)];
   const unbound = new Set(plan.unboundPaths ?? []);
   const open = dirsToOpen(targets, fs);
   for (const path of unbound) for (const dir of ancestors(path)) open.add(dir);
@@ -180,11 +183,14 @@ export function mountArgs(plan: MountPlan, fs: HostFs = realHostFs): string[] {
     else args.push('--ro-bind', plan.emptyFile, path);
   }
   args.push('--bind', plan.workspaceHostDir, WORKSPACE);
-  for (const m of plan.readOnlyMounts) {
+  for (const [m, bind] of [
+    ...plan.readOnlyMounts.map((m) => [m, '--ro-bind'] as const),
+    ...writable.map((m) => [m, '--bind'] as const),
+  ]) {
     // Parents bwrap would create implicitly get mode 0700; make them traversable like /usr.
     for (const dir of ancestors(m.sandboxPath).filter((d) => !fs.lstat(d)))
       args.push('--perms', '0755', '--dir', dir);
-    args.push('--ro-bind', m.hostPath, m.sandboxPath);
+    args.push(bind, m.hostPath, m.sandboxPath);
   }
   return args;
 }
