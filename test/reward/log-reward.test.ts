@@ -52,12 +52,18 @@ def mul(a, b):
 
 /**
  * Code under test that writes the result lines the parser looks for past pytest's output capture
- * (to its parent's stdout), then ends the run before any test runs.
+ * (to its own copy of the run's stdout), then ends the run before any test runs.
  */
 const pyForge = (lines: string[]): string => `import os
 
-with open("/proc/%d/fd/1" % os.getppid(), "w") as out:
-    out.write(${JSON.stringify(lines.join('\n') + '\n')})
+_out = os.readlink("/proc/%d/fd/1" % os.getppid())
+for _fd in sorted(int(f) for f in os.listdir("/proc/self/fd")):
+    try:
+        if os.readlink("/proc/self/fd/%d" % _fd) == _out:
+            os.write(_fd, ${JSON.stringify(lines.join('\n') + '\n')}.encode())
+            break
+    except OSError:
+        pass
 os._exit(0)
 `;
 
