@@ -41,7 +41,9 @@ function unittestLogId(id: string): string {
 }
 
 /** The task's canary plan; undefined when its runs cannot be guarded (TAP). */
-export function canaryPlanOf(task: Pick<Task, 'test_framework' | 'log_parser'>): CanaryPlan | undefined {
+export function canaryPlanOf(
+  task: Pick<Task, 'test_framework' | 'log_parser'>,
+): CanaryPlan | undefined {
   if (task.test_framework) return frameworkPlan(task.test_framework);
   const parser = task.log_parser;
   if (parser === 'go-test' || parser === 'cargo-test') {
@@ -52,5 +54,7 @@ export function canaryPlanOf(task: Pick<Task, 'test_framework' | 'log_parser'>):
   }
   const framework = parser ? FRAMEWORK_OF_PARSER[parser] : undefined;
   if (!framework) return undefined;
-  return framework === 'unittest' ? frameworkPlan(framework, unittestLogId) : frameworkPlan(framework);
+  return framework === 'unittest'
+    ? frameworkPlan(framework, unittestLogId)
+    : frameworkPlan(framework);
 }

@@ -95,9 +95,7 @@ function cargoCanary(path: string, random: Random): Canary {
     `assert!(${x} == ${y});`,
     `if ${x} != ${y} { ::core::panic!("{} != {}", ${x}, ${y}); }`,
   ];
-  const text = names
-    .map((name, i) => `\n#[test]\nfn ${name}() {\n    ${bodies[i]}\n}\n`)
-    .join('');
+  const text = names.map((name, i) => `\n#[test]\nfn ${name}() {\n    ${bodies[i]}\n}\n`).join('');
   const module = cargoModulePath(path);
   return { path, text, ids: names.map((n) => (module ? `${module}::${n}` : n)) };
 }

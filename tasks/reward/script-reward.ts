@@ -104,12 +104,23 @@ export async function evaluateScriptReward(
       { timeoutMs: task.timeouts.test_s * 1000, maxOutputBytes: OUTPUT_BYTES },
     );
     if (run.timedOut)
-      return finish('timeout', 0, `verifier did not finish in ${task.timeouts.test_s} s\n${run.stdout}`);
+      return finish(
+        'timeout',
+        0,
+        `verifier did not finish in ${task.timeouts.test_s} s\n${run.stdout}`,
+      );
     const problems: string[] = [];
     for (const path of rewardPaths(file)) {
       const read = await provider.exec(
         id,
-        ['/bin/sh', '-c', 'test -f "$1" && head -c "$2" -- "$1"', 'read-reward', path, String(MAX_REWARD_FILE_BYTES)],
+        [
+          '/bin/sh',
+          '-c',
+          'test -f "$1" && head -c "$2" -- "$1"',
+          'read-reward',
+          path,
+          String(MAX_REWARD_FILE_BYTES),
+        ],
         { timeoutMs: 10_000 },
       );
       if (read.exitCode !== 0) continue;

@@ -90,7 +90,10 @@ export async function runTests(
     return { kind: 'no_report', detail: `test output over ${MAX_TEST_OUTPUT_BYTES} bytes` };
   const reported = parseTestLog(parser, run.stdout);
   if (Object.keys(reported).length === 0) {
-    return { kind: 'no_report', detail: `no ${parser} test results in the output\n${tail(run.stdout)}` };
+    return {
+      kind: 'no_report',
+      detail: `no ${parser} test results in the output\n${tail(run.stdout)}`,
+    };
   }
   return { kind: 'reported', reported, detail: tail(run.stdout) };
 }

@@ -96,7 +96,12 @@ export async function evaluateTestsReward(
     if (typeof canaries === 'string') return finish('patch_failed', {}, canaries);
     guards = canaries.reduce((n, c) => n + c.ids.length, 0);
 
-    const run = await runTests(provider, id, task, canaries.map((c) => c.path));
+    const run = await runTests(
+      provider,
+      id,
+      task,
+      canaries.map((c) => c.path),
+    );
     if (run.kind !== 'reported') return finish(run.kind, {}, run.detail);
     const { reported } = run;
     // A canary that passed or was skipped was tampered with. A missing one may be an honest

@@ -202,7 +202,10 @@ describe('evaluateReward, forged console output', () => {
       const named = [...task.FAIL_TO_PASS, ...task.PASS_TO_PASS];
       const lines = named.map((t) => (parser === 'pytest' ? `PASSED ${t}` : `${t} ... ok`));
       const diff = await agentDiff(provider, made.dir, { 'calc/__init__.py': pyForge(lines) });
-      const r = await evaluateReward({ provider }, { task, agentDiff: diff, idempotencyKey: key() });
+      const r = await evaluateReward(
+        { provider },
+        { task, agentDiff: diff, idempotencyKey: key() },
+      );
       expect(Object.values(r.tests).every((s) => s === 'passed')).toBe(true);
       expect(r).toMatchObject({ reward: 0, reason: 'tampered' });
       expect(r.detail).toContain('missing');

@@ -25,7 +25,11 @@ export function parseCargoTestLog(log: string): TestStatuses {
     const status = statusOf(line.slice(sep + 5));
     if (!status) continue;
     const name = line.slice(5, sep);
-    record(results, name.endsWith(SHOULD_PANIC) ? name.slice(0, -SHOULD_PANIC.length) : name, status);
+    record(
+      results,
+      name.endsWith(SHOULD_PANIC) ? name.slice(0, -SHOULD_PANIC.length) : name,
+      status,
+    );
   }
   return results;
 }

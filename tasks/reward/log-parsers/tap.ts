@@ -18,7 +18,8 @@ import { indentOf, logLines, record, type TestStatuses } from './lines.js';
 
 const POINT = /^(not ok|ok)\b(?: +\d+)?(?: +-)?(?: +(.*))?$/;
 const SUBTEST = /^# Subtest: (.*)$/;
-const COUNTS = /^# (?:tests|suites|pass|fail|failed|cancelled|skipped|skip|todo|duration_ms|ok)(?: +[\d.]+)?$/;
+const COUNTS =
+  /^# (?:tests|suites|pass|fail|failed|cancelled|skipped|skip|todo|duration_ms|ok)(?: +[\d.]+)?$/;
 const LEVEL = 4;
 
 /** Splits `desc # SKIP reason` at the first unescaped `#`; unescapes `\#` and `\\`. */
@@ -30,7 +31,13 @@ function descriptionOf(text: string): { name: string; directive: string } {
       name += text[i + 1];
       i++;
     } else if (c === '#') {
-      return { name: name.trim(), directive: text.slice(i + 1).trim().toLowerCase() };
+      return {
+        name: name.trim(),
+        directive: text
+          .slice(i + 1)
+          .trim()
+          .toLowerCase(),
+      };
     } else {
       name += c;
     }

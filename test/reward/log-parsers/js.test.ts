@@ -77,10 +77,7 @@ describe('log parsers on the real console output of JS runners', () => {
   });
 
   it('vitest (--reporter=verbose)', () => {
-    const log = consoleOf(
-      root,
-      `node ${runnerBin('vitest')} run --reporter=verbose --root vitest`,
-    );
+    const log = consoleOf(root, `node ${runnerBin('vitest')} run --reporter=verbose --root vitest`);
     expect(stripAnsi(log)).toContain('a.test.mjs > math > adds');
     expect(parseTestLog('vitest', log)).toEqual({ ...suiteResults(' > '), later: 'skipped' });
   });
