@@ -1,6 +1,13 @@
+import { appendFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  compiledCanaryTargets,
+  makeCompiledCanary,
+  type Canary,
+} from '../../../tasks/reward/index.js';
 import { parseTestLog } from '../../../tasks/reward/log-parsers/index.js';
-import { removeDirs, tempDir, writeTree } from '../../sandbox/helpers.js';
+import { newFileDiff, removeDirs, tempDir, writeTree } from '../../sandbox/helpers.js';
 import { consoleOf } from './run.js';
 
 const GO_TEST = `package calc
@@ -52,6 +59,8 @@ const RUST_LIB = `/// Adds.
 pub fn add(a: i32, b: i32) -> i32 {
     a + b
 }
+
+pub mod extra;
 
 pub mod ops {
     #[cfg(test)]
@@ -110,9 +119,30 @@ fn panics() {
 }
 `;
 
+const RUST_EXTRA = `#[cfg(test)]
+mod tests {
+    #[test]
+    fn in_extra() {}
+}
+`;
+
 const dirs: string[] = [];
 let goLog: string;
 let cargoLog: string;
+let goCanaries: Canary[];
+let cargoCanaries: Canary[];
+
+/** The canaries the reward would add to `files` as a test patch, written next to them. */
+function canariesFor(kind: 'go-test' | 'cargo-test', files: Record<string, string>): Canary[] {
+  const patch = Object.entries(files)
+    .map(([path, text]) => newFileDiff(path, text))
+    .join('');
+  return compiledCanaryTargets(kind, patch).map(({ path }) => {
+    const canary = makeCompiledCanary(kind, path, files[path]!);
+    if (!canary) throw new Error(`no canary for ${path}`);
+    return canary;
+  });
+}
 
 beforeAll(async () => {
   const root = await tempDir('log-compiled');
@@ -123,8 +153,16 @@ beforeAll(async () => {
     'go/calc_test.go': GO_TEST,
     'rust/Cargo.toml': '[package]\nname = "calc"\nversion = "0.1.0"\nedition = "2021"\n',
     'rust/src/lib.rs': RUST_LIB,
+    'rust/src/extra.rs': RUST_EXTRA,
     'rust/tests/it.rs': RUST_IT,
   });
+  goCanaries = canariesFor('go-test', { 'go/calc_test.go': GO_TEST });
+  cargoCanaries = canariesFor('cargo-test', {
+    'rust/src/extra.rs': RUST_EXTRA,
+    'rust/tests/it.rs': RUST_IT,
+    'rust/Cargo.toml': '',
+  });
+  for (const c of [...goCanaries, ...cargoCanaries]) await appendFile(join(root, c.path), c.text);
   goLog = consoleOf(`${root}/go`, 'go test -v ./...', {
     GOFLAGS: '-mod=mod',
     GOPROXY: 'off',
@@ -139,8 +177,23 @@ beforeAll(async () => {
 
 afterAll(() => removeDirs(dirs));
 
+/** Every canary fails, under the id the log parser gives it. */
+function canaryResults(canaries: Canary[]): Record<string, string> {
+  return Object.fromEntries(canaries.flatMap((c) => c.ids).map((id) => [id, 'failed']));
+}
+
 describe('log parsers on the real output of compiled-language runners', () => {
-  it('go test -v: tests, nested subtests with spaces made underscores, parallel subtests', () => {
+  it('canaries: a Go file of its own, cargo tests in each test crate file', () => {
+    expect(goCanaries.map((c) => c.path)).toEqual([
+      expect.stringMatching(/^go\/zz_[a-z]+_test\.go$/),
+    ]);
+    expect(goCanaries[0]!.ids).toHaveLength(3);
+    expect(cargoCanaries.map((c) => c.path)).toEqual(['rust/src/extra.rs', 'rust/tests/it.rs']);
+    expect(cargoCanaries[0]!.ids.every((id) => id.startsWith('extra::canary_'))).toBe(true);
+    expect(cargoCanaries[1]!.ids.every((id) => /^canary_[a-z]+$/.test(id))).toBe(true);
+  });
+
+  it('go test -v: tests, nested and parallel subtests, the canary file beside the tests', () => {
     expect(goLog).toContain('--- FAIL: TestTable');
     expect(parseTestLog('go-test', goLog)).toEqual({
       TestAdd: 'passed',
@@ -154,10 +207,11 @@ describe('log parsers on the real output of compiled-language runners', () => {
       TestParallel: 'failed',
       'TestParallel/a': 'passed',
       'TestParallel/b': 'failed',
+      ...canaryResults(goCanaries),
     });
   });
 
-  it('cargo test: unit tests by module path, ignored, should_panic, integration and doc tests', () => {
+  it('cargo test: tests by module path, ignored, should_panic, integration, doc tests, canaries', () => {
     expect(cargoLog).toContain('test result:');
     expect(parseTestLog('cargo-test', cargoLog)).toEqual({
       'ops::tests::nested_ok': 'passed',
@@ -170,6 +224,8 @@ describe('log parsers on the real output of compiled-language runners', () => {
       integration: 'passed',
       panics: 'passed',
       'src/lib.rs - add (line 3)': 'passed',
+      'extra::tests::in_extra': 'passed',
+      ...canaryResults(cargoCanaries),
     });
   });
 });
