@@ -8,6 +8,8 @@
 import type { LogParser, Task, TestFramework } from '../schema.js';
 import { canaryTargets, makeCanary, type Canary, type Random } from './canary.js';
 import { compiledCanaryTargets, makeCompiledCanary } from './compiled-canary.js';
+import type { ReportedStatus } from './junit.js';
+import { record, type TestStatuses } from './log-parsers/lines.js';
 
 export interface CanaryPlan {
   /** The files to read before making their canaries; `created` ones do not exist yet. */
@@ -57,4 +59,27 @@ export function canaryPlanOf(
   return framework === 'unittest'
     ? frameworkPlan(framework, unittestLogId)
     : frameworkPlan(framework);
+}
+
+/** A test id without what depends on where its runner ran: a path before `::`, a module in `( )`. */
+function nameKey(id: string): string {
+  const sep = id.indexOf('::');
+  if (sep >= 0) return id.slice(sep);
+  const paren = id.indexOf(' (');
+  return paren > 0 && id.endsWith(')') ? id.slice(0, paren) : id;
+}
+
+/**
+ * The status of each canary id in `reported`. A log names tests relative to where the runner ran
+ * (Django's runtests.py says `admin_views.tests`, not `tests.admin_views.tests`; pytest run from
+ * another rootdir shortens paths), so a canary not found under its own id is looked up by its
+ * random test name alone, which no other test shares.
+ */
+export function canaryStatuses(
+  ids: string[],
+  reported: TestStatuses,
+): Record<string, ReportedStatus | undefined> {
+  const byName: TestStatuses = {};
+  for (const [id, status] of Object.entries(reported)) record(byName, nameKey(id), status);
+  return Object.fromEntries(ids.map((id) => [id, reported[id] ?? byName[nameKey(id)]]));
 }

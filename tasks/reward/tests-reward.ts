@@ -13,8 +13,7 @@
  * of the same test (the worst status is kept), and output cut short leaves canaries missing.
  */
 import { randomBytes } from 'node:crypto';
-import { canaryPlanOf } from './canary-plan.js';
-import type { Canary } from './canary.js';
+import { canaryPlanOf, canaryStatuses } from './canary-plan.js';
 import { pathsOf, stripTestChanges } from './diff.js';
 import type { ReportedStatus } from './report.js';
 import {
@@ -28,11 +27,6 @@ import {
 import { logRunnerMounts, rewardMounts } from './runners.js';
 import { addCanaries, applyPatch, rewardSandboxSpec, withRewardSandbox } from './sandbox-steps.js';
 import { runTests } from './test-run.js';
-
-/** Canary ids that did not fail as they must: passed, skipped or missing from the report. */
-function canariesNotFailed(canaries: Canary[], reported: Record<string, ReportedStatus>): string[] {
-  return canaries.flatMap((c) => c.ids).filter((id) => reported[id] !== 'failed');
-}
 
 export async function evaluateTestsReward(
   deps: RewardDeps,
@@ -107,11 +101,15 @@ export async function evaluateTestsReward(
     // A canary that passed or was skipped was tampered with. A missing one may be an honest
     // import error in its file, which fails that file's tests too; only a report that would
     // otherwise resolve the task while missing a canary is forged.
-    const untouched = canariesNotFailed(canaries, reported);
-    const states = untouched.map((c) => `${c}: ${reported[c] ?? 'missing'}`).join(', ');
+    const canaryState = canaryStatuses(
+      canaries.flatMap((c) => c.ids),
+      reported,
+    );
+    const untouched = Object.keys(canaryState).filter((c) => canaryState[c] !== 'failed');
+    const states = untouched.map((c) => `${c}: ${canaryState[c] ?? 'missing'}`).join(', ');
     const result = finish('unresolved', reported, run.detail);
     if (
-      untouched.some((c) => reported[c] !== undefined) ||
+      untouched.some((c) => canaryState[c] !== undefined) ||
       (untouched.length > 0 && result.resolved)
     )
       return finish('tampered', reported, `canary tests did not fail (${states})\n${run.detail}`);

@@ -239,6 +239,40 @@ def mul(a, b):
     for (const t of made.task.FAIL_TO_PASS) expect(r.tests[t]).toBe('failed');
   });
 
+  it('finds canaries under the ids a runner started elsewhere gives them (Django-style)', async () => {
+    // Run from tests/, as Django's runtests.py is: modules are named without the tests. prefix.
+    const made = await pythonTask({
+      test_framework: undefined,
+      log_parser: 'unittest',
+      test_command:
+        'cd tests && PYTHONPATH=/workspace python3 -m unittest -v test_hidden test_calc',
+      FAIL_TO_PASS: [
+        'test_add (test_hidden.TestHidden)',
+        'test_add_negative (test_hidden.TestHidden)',
+      ],
+      PASS_TO_PASS: ['test_mul (test_calc.TestCalc)'],
+    });
+    dirs.push(made.dir);
+    const fixed = await evaluateReward(
+      { provider },
+      {
+        task: made.task,
+        agentDiff: await agentDiff(provider, made.dir, PY_FIX),
+        idempotencyKey: key(),
+      },
+    );
+    expect(fixed).toMatchObject({ reward: 1, reason: 'resolved', canaries: 3 });
+    const neutered = await evaluateReward(
+      { provider },
+      {
+        task: made.task,
+        agentDiff: await agentDiff(provider, made.dir, { 'calc/__init__.py': PY_NEUTER }),
+        idempotencyKey: key(),
+      },
+    );
+    expect(neutered).toMatchObject({ reward: 0, reason: 'tampered' });
+  });
+
   it('reports no_report when the output holds no test results', async () => {
     const { task, dir } = await pytestTask({
       test_framework: undefined,
