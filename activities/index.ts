@@ -2,7 +2,12 @@ import { ApplicationFailure, Context, sleep } from '@temporalio/activity';
 import { removeAgentState, runAgentStep, type AgentStepResult } from '../agents/builtin/index.js';
 import type { AdmissionControl, Lease } from '../scheduler/index.js';
 import { SandboxError, type SandboxProvider } from '../sandbox/provider.js';
-import { evaluateReward, runnerMounts, workspaceDiff } from '../tasks/reward/index.js';
+import {
+  evaluateReward,
+  logRunnerMounts,
+  runnerMounts,
+  workspaceDiff,
+} from '../tasks/reward/index.js';
 import { workspaceDirOf } from '../tasks/workspace.js';
 import { secretPathsOf } from '../tasks/secret-paths.js';
 import type { ArtifactStore, Store } from '../trajectory/index.js';
@@ -160,7 +165,11 @@ export function createActivities(deps: ActivityDeps) {
             // Black-box agents run from a read-only sidecar, never installed into the task's files.
             readOnlyMounts: [
               ...(isBlackBoxAgent(input.agentName) ? agentSidecarMounts() : []),
-              ...(task.test_framework ? runnerMounts(task.test_framework) : []),
+              ...(task.test_framework
+                ? runnerMounts(task.test_framework)
+                : task.log_parser
+                  ? logRunnerMounts(task.log_parser)
+                  : []),
             ],
           }),
         ),

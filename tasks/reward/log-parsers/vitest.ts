@@ -24,8 +24,13 @@ const MARKS: Record<string, ReportedStatus> = {
   '□': 'skipped',
 };
 
-/** `file > suite > test 12ms` → `suite > test`; undefined when no test follows the file. */
-function idOf(text: string): string | undefined {
+/**
+ * `file > suite > test 12ms` → `suite > test`, a workspace project's `|name| ` before the file
+ * dropped too; undefined when no test follows the file.
+ */
+function idOf(line: string): string | undefined {
+  const project = line.startsWith('|') ? line.indexOf('| ', 1) : -1;
+  const text = project > 0 ? line.slice(project + 2) : line;
   const first = text.indexOf(' > ');
   if (first < 0) return undefined;
   const rest = text.slice(first + 3);

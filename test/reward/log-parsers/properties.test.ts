@@ -42,6 +42,12 @@ describe('log parsers', () => {
     expect(parseTestLog('go-test', goSkip)).toEqual({ TestA: 'skipped' });
   });
 
+  it("vitest: a workspace project's name is not part of the id", () => {
+    expect(parseTestLog('vitest', ' ✓ |core| test/a.test.ts > math > adds 2ms\n')).toEqual({
+      'math > adds': 'passed',
+    });
+  });
+
   it('strip colour codes, titles and overwritten progress', () => {
     expect(stripAnsi('\x1b[32m✓\x1b[39m \x1b]0;title\x07adds')).toBe('✓ adds');
     expect(parseTestLog('cargo-test', 'running\rtest a::b ... \x1b[32mok\x1b[0m\r\n')).toEqual({
