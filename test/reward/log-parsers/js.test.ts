@@ -1,5 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { canaryPlanOf, type Canary } from '../../../tasks/reward/index.js';
 import { parseTestLog, stripAnsi } from '../../../tasks/reward/log-parsers/index.js';
+import type { LogParser } from '../../../tasks/schema.js';
 import { removeDirs, tempDir, writeTree } from '../../sandbox/helpers.js';
 import { consoleOf, runnerBin } from './run.js';
 
@@ -21,6 +24,15 @@ const EXPECT = 'expect(@A).toBe(@B)';
 
 const dirs: string[] = [];
 let root: string;
+const canaries: Partial<Record<LogParser, Canary>> = {};
+
+/** The reward's canary for a hidden test file `path` (of `content`), for `parser`'s runner. */
+function canaryFor(parser: LogParser, path: string, content: string): Canary {
+  const canary = canaryPlanOf({ log_parser: parser })?.make(path, content, randomBytes);
+  if (!canary) throw new Error(`no canary for ${parser}`);
+  canaries[parser] = canary;
+  return canary;
+}
 
 beforeAll(async () => {
   root = await tempDir('log-js');
@@ -41,6 +53,17 @@ import assert from 'node:assert';
 ${suite('test', 'describe', ASSERT)}test('later', { todo: true }, () => {});
 test('has a # in it', () => {});
 `,
+  });
+  const mochaHidden = "describe('x', () => { it('passes', () => {}); });\n";
+  const vitestHidden = "import { test } from 'vitest';\ntest('passes', () => {});\n";
+  const jestHidden = "test('passes', () => {});\n";
+  await writeTree(root, {
+    'canary/mocha/c.test.js':
+      mochaHidden + canaryFor('mocha', 'canary/mocha/c.test.js', mochaHidden).text,
+    'canary/vitest/c.test.mjs':
+      vitestHidden + canaryFor('vitest', 'canary/vitest/c.test.mjs', vitestHidden).text,
+    'canary/jest/c.test.js':
+      jestHidden + canaryFor('jest', 'canary/jest/c.test.js', jestHidden).text,
   });
 });
 
@@ -92,6 +115,20 @@ describe('log parsers on the real console output of JS runners', () => {
       ...suiteResults(' '),
       slow: 'passed',
       'hooks "before each" hook for "never runs"': 'failed',
+    });
+  });
+
+  it.each([
+    ['mocha', `node ${runnerBin('mocha')} --no-config --no-package canary/mocha/c.test.js`],
+    ['vitest', `node ${runnerBin('vitest')} run --reporter=verbose --root canary/vitest`],
+    ['jest', `node ${runnerBin('jest')} --ci --rootDir canary/jest`],
+  ] as const)('%s: every canary fails under the id the log parser gives it', (parser, command) => {
+    const results = parseTestLog(parser, consoleOf(root, command));
+    const ids = canaries[parser]!.ids;
+    expect(ids.length).toBeGreaterThanOrEqual(6);
+    expect(results).toEqual({
+      ...Object.fromEntries(ids.map((id) => [id, 'failed'])),
+      [parser === 'mocha' ? 'x passes' : 'passes']: 'passed',
     });
   });
 
