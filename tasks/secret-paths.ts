@@ -7,7 +7,8 @@ import type { Task } from './schema.js';
  * task files (gold patches, hidden tests, sibling tasks), a bundle or tarball workspace source
  * (a bundle's history can hold the fix) and a script reward's verifier folder, wherever they
  * are (an image workspace is a path in the image, not on the host). The agent gets its
- * workspace as a copy, never from these. A task file at the top of the filesystem cannot have its folder hidden; hide it alone then.
+ * workspace as a copy, never from these. A task file at the top of the filesystem cannot have
+ * its folder hidden; hide it alone then.
  */
 export function secretPathsOf(taskSource: string, task: Task): string[] {
   const paths =
