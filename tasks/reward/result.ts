@@ -68,7 +68,16 @@ export class RewardSandboxError extends Error {
 }
 
 export const DETAIL_BYTES = 2000;
+/** The longest first line `tail` keeps whole. */
+const HEADLINE_BYTES = 500;
 
+/**
+ * At most about DETAIL_BYTES of `text`: its first line (the reward's own message, when it has
+ * one) and the end of the rest (the end of the test output, where runners sum up).
+ */
 export function tail(text: string): string {
-  return text.length > DETAIL_BYTES ? text.slice(-DETAIL_BYTES) : text;
+  if (text.length <= DETAIL_BYTES) return text;
+  const nl = text.indexOf('\n');
+  const head = nl >= 0 && nl <= HEADLINE_BYTES ? text.slice(0, nl + 1) : '';
+  return `${head}…${text.slice(-(DETAIL_BYTES - head.length))}`;
 }
