@@ -2,9 +2,14 @@ import { ApplicationFailure, Context, sleep } from '@temporalio/activity';
 import { removeAgentState, runAgentStep, type AgentStepResult } from '../agents/builtin/index.js';
 import type { AdmissionControl, Lease } from '../scheduler/index.js';
 import { SandboxError, type SandboxProvider } from '../sandbox/provider.js';
-import { evaluateReward, runnerMounts, workspaceDiff } from '../tasks/reward/index.js';
-import { workspaceDirOf } from '../tasks/workspace.js';
-import { workspaceKeyOf } from '../tasks/workspace-key.js';
+import type { ImageStore } from '../sandbox/images/types.js';
+import {
+  evaluateReward,
+  logRunnerMounts,
+  runnerMounts,
+  workspaceDiff,
+} from '../tasks/reward/index.js';
+import { taskSandboxSpec } from '../tasks/task-sandbox.js';
 import { secretPathsOf } from '../tasks/secret-paths.js';
 import type { ArtifactStore, Store } from '../trajectory/index.js';
 import type { SessionSummary } from '../gateway/session/session-manager.js';
@@ -26,6 +31,8 @@ export interface ActivityDeps {
   store: Store;
   admission: AdmissionControl;
   sandbox: SandboxProvider;
+  /** Resolves tasks' images (the same store the sandbox provider pulls with). */
+  images: ImageStore;
   tasks: TaskCatalog;
   /** The gateway replicas' base URLs (`gateway.urls`) and their admin token. */
   gateway: { urls: readonly string[]; adminToken: string };
@@ -149,21 +156,23 @@ export function createActivities(deps: ActivityDeps) {
       agentName: string;
     }): Promise<SandboxRef> {
       const task = await deps.tasks.get(input.taskSource, input.taskId);
-      const workspaceDir = await workspaceDirOf(task);
-      const workspaceKey = await workspaceKeyOf(workspaceDir);
+      const made = await taskSandboxSpec(task, { images: deps.images });
       const info = await withHeartbeat(() =>
         sandboxCall(() =>
           deps.sandbox.create({
             idempotencyKey: `${input.episodeId}:${input.attempt}`,
-            workspaceDir,
-            workspaceKey,
+            ...made,
             labels: { episode: input.episodeId, role: 'agent' },
             hiddenPaths: secretPathsOf(taskSourcePath(input.taskSource), task),
             ttlMs: deps.sandboxTtlMs,
             // Black-box agents run from a read-only sidecar, never installed into the task's files.
             readOnlyMounts: [
               ...(isBlackBoxAgent(input.agentName) ? agentSidecarMounts() : []),
-              ...(task.test_framework ? runnerMounts(task.test_framework) : []),
+              ...(task.test_framework
+                ? runnerMounts(task.test_framework)
+                : task.log_parser
+                  ? logRunnerMounts(task.log_parser)
+                  : []),
             ],
           }),
         ),
@@ -281,7 +290,7 @@ export function createActivities(deps: ActivityDeps) {
           const agentDiff = await sandboxCall(() => workspaceDiff(deps.sandbox, input.sandboxId));
           const result = await sandboxCall(() =>
             evaluateReward(
-              { provider: deps.sandbox },
+              { provider: deps.sandbox, images: deps.images },
               {
                 task,
                 agentDiff,

@@ -8,6 +8,7 @@
  *   <mountDir>/rw/upper/   the workspace overlay's upper layer (what the agent changed)
  *   <mountDir>/rw/work/    its overlayfs work directory
  *   <mountDir>/rw/tmp/     the sandbox's /tmp (and HOME)
+ *   <mountDir>/rw/dirs/N/  the Nth of the spec's `writableDirs`
  *   <mountDir>/workspace/  the overlay: prepared workspace layer + upper, bound at /workspace
  *
  * So the prepared workspace is shared read-only, and every writable layer shares one size cap.
@@ -24,6 +25,11 @@ export interface LayerPaths {
   work: string;
   tmp: string;
   workspace: string;
+}
+
+/** The host directory behind a sandbox's `index`th writable directory. */
+export function writableDirHost(p: LayerPaths, index: number): string {
+  return join(p.rw, 'dirs', String(index));
 }
 
 export function layerPaths(mountDir: string): LayerPaths {

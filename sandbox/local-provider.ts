@@ -11,7 +11,7 @@
  * sandbox's root is its image (`images`), never the host's root; the only host paths it sees are
  * its workspace and /tmp (both on its size-capped tmpfs) and the read-only mounts of its spec.
  */
-import { chmod, mkdir, readdir, readFile, realpath, rm, stat, statfs, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, readdir, readFile, realpath, rm, stat, statfs, writeFile } from 'node:fs/promises';
 import { join, posix, resolve } from 'node:path';
 import {
   InvalidSandboxSpecError,
@@ -44,7 +44,14 @@ import {
   type ResourceControlKind,
   type ResourceControlOptions,
 } from './cgroups.js';
-import { layerPaths, mountLayers, removeLayersOps, unmountAllUnder, type LayerPaths } from './layers.js';
+import {
+  layerPaths,
+  mountLayers,
+  removeLayersOps,
+  unmountAllUnder,
+  writableDirHost,
+  type LayerPaths,
+} from './layers.js';
 import { sharedMounter, type Mounter } from './mounter.js';
 import { SharedRoots } from './shared-roots.js';
 import { checkSpec, limitsOf, rootPlanOf } from './spec-check.js';
@@ -217,6 +224,11 @@ export class LocalSandboxProvider implements SandboxProvider {
     const binds: SandboxBind[] = [
       { hostPath: layers.workspace, sandboxPath: WORKSPACE, writable: true },
       { hostPath: layers.tmp, sandboxPath: SANDBOX_TMP, writable: true },
+      ...(meta.writableDirs ?? []).map((sandboxPath, i) => ({
+        hostPath: writableDirHost(layers, i),
+        sandboxPath,
+        writable: true,
+      })),
       ...meta.readOnlyMounts.map((m) => ({ ...m, writable: false })),
     ];
     const mountRoot = await this.prepareRoot();
@@ -463,7 +475,8 @@ export class LocalSandboxProvider implements SandboxProvider {
     await this.checkQuota(id);
     const limits = limitsOf(spec.limits, this.defaultLimits);
     await this.prepareRoot();
-    const root = await rootPlanOf(image, readOnlyMounts, spec.workspaceLink);
+    const writableDirs = spec.writableDirs ?? [];
+    const root = await rootPlanOf(image, readOnlyMounts, spec.workspaceLink, writableDirs);
     const source = { workspaceDir, initGitRepo: spec.initGitRepo ?? true };
     try {
       await mkdir(dir);
@@ -480,6 +493,11 @@ export class LocalSandboxProvider implements SandboxProvider {
           workspaceLower,
         }),
       ]);
+      const layers = this.layers(id);
+      for (const i of writableDirs.keys()) {
+        await mkdir(writableDirHost(layers, i), { recursive: true });
+        await chown(writableDirHost(layers, i), this.sandboxUser.uid, this.sandboxUser.gid);
+      }
     } catch (err) {
       await this.remove(id).catch(() => undefined);
       if (err instanceof SandboxError) throw err;
@@ -500,6 +518,7 @@ export class LocalSandboxProvider implements SandboxProvider {
       root,
       readOnlyMounts,
       hiddenPaths: await realPaths(spec.hiddenPaths ?? []),
+      writableDirs,
       limits,
     };
     await writeMeta(dir, meta);

@@ -22,6 +22,8 @@ export interface SandboxMeta {
   readOnlyMounts: { hostPath: string; sandboxPath: string }[];
   /** Host paths (real paths) masked in this sandbox besides the provider's. */
   hiddenPaths: string[];
+  /** `SandboxSpec.writableDirs`, each backed by `<rw>/dirs/<index>`; absent in older metadata. */
+  writableDirs?: string[];
   /** The limits in force, every default filled in. */
   limits: Required<SandboxLimits>;
   /** Frozen by `pause` until `resume`. */

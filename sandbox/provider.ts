@@ -39,6 +39,12 @@ export interface SandboxSpec {
   /** Host paths mounted read-only inside the sandbox (reward runners, agent sidecars). */
   readOnlyMounts?: { hostPath: string; sandboxPath: string }[];
   /**
+   * Sandbox paths outside `/workspace` and `/tmp` made writable: each an empty directory on the
+   * sandbox's own writable layer, so within its disk cap, e.g. `/logs/verifier` where a Harbor
+   * verifier writes its reward. Default none.
+   */
+  writableDirs?: string[];
+  /**
    * Host paths hidden in this sandbox on top of the provider's own, wherever a read-only mount
    * shows them (the root is an image, so nothing else of the host is there to hide), e.g. the
    * task files of its task, which hold gold patches and hidden tests. Default none.

@@ -61,6 +61,16 @@ export async function checkSpec(
       throw new InvalidSandboxSpecError(`workspaceLink ${link} overlaps a mount`);
     }
   }
+  const taken = [...mounts.map((m) => m.sandboxPath), ...(spec.workspaceLink ? [spec.workspaceLink] : [])];
+  for (const path of spec.writableDirs ?? []) {
+    checkSandboxPath(path);
+    if (own.some((p) => isUnder(path, p) || isUnder(p, path))) {
+      throw new InvalidSandboxSpecError(`${path} is writable already (under /workspace or /tmp)`);
+    }
+    if (taken.some((p) => isUnder(p, path) || isUnder(path, p))) {
+      throw new InvalidSandboxSpecError(`writable directory ${path} overlaps a mount`);
+    }
+  }
   return mounts;
 }
 
@@ -83,6 +93,7 @@ export async function rootPlanOf(
   image: ImageRoot,
   readOnlyMounts: ReadOnlyMount[],
   workspaceLink: string | undefined,
+  writableDirs: string[] = [],
 ): Promise<RootPlan> {
   return {
     imageLayers: image.layers,
@@ -97,6 +108,7 @@ export async function rootPlanOf(
           file: !(await stat(m.hostPath)).isDirectory(),
         })),
       )),
+      ...writableDirs.map((path) => ({ path, file: false })),
     ],
     link: workspaceLink ? { path: workspaceLink, target: WORKSPACE } : undefined,
   };

@@ -178,6 +178,20 @@ export const ConfigSchema = z
         ttlMs: z.number().int().positive().default(2 * 60 * 60 * 1000),
         /** How often the janitor schedule sweeps every host's sandboxes. */
         janitorIntervalMs: z.number().int().positive().default(60_000),
+        /**
+         * Where sandbox root file systems come from: the base image, or a task's own OCI image
+         * (`environment.image`) pulled with skopeo into a content-addressed layer cache.
+         */
+        images: z
+          .object({
+            /** The layer cache on this host. Default `<dataDir>/images`. */
+            cacheDir: z.string().min(1).optional(),
+            /** Registries (`host:port`) pulled from without TLS verification. Default none. */
+            insecureRegistries: z.array(z.string().min(1)).default([]),
+            /** A skopeo/containers auth file for private registries. Default none. */
+            authFile: z.string().min(1).optional(),
+          })
+          .prefault({}),
         /** Per-sandbox limits; each left out takes the provider default (sandbox/provider.ts). */
         limits: z
           .object({

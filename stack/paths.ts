@@ -10,6 +10,7 @@ export function dataPaths(dataDir: string) {
     store: path.join(dataDir, 'trajectories.sqlite'),
     scheduler: path.join(dataDir, 'scheduler.sqlite'),
     sandboxes: path.join(dataDir, 'sandboxes'),
+    images: path.join(dataDir, 'images'),
     agentState: path.join(dataDir, 'agent-state'),
     agentLogs: path.join(dataDir, 'agent-logs'),
     exports: path.join(dataDir, 'batches'),

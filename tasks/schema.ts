@@ -150,7 +150,10 @@ export const TaskSchema = z
      * `$REWARD_REPORT` (default: the framework's runner over the whole suite, or for mocha and
      * jest over the hidden test files, `$REWARD_TEST_FILES`; tasks/reward/runners.ts), and it must
      * run the files of `test_patch` whole, since the reward appends its canary tests to them.
-     * With `log_parser` it is required and its console output is parsed.
+     * With `log_parser` it is required: its stdout and stderr together are read by the parser
+     * (tasks/reward/log-parsers/), so it must print per-test lines (pytest `-rA`, unittest `-v`,
+     * jest `--verbose`, vitest `--reporter=verbose`, `go test -v`); `$REWARD_TEST_FILES` holds
+     * the files the canaries were added to.
      */
     test_command: z.string().min(1).optional(),
     test_framework: TestFrameworkSchema.optional(),

@@ -47,6 +47,11 @@ export async function workspaceDirOf(
   cacheDir: string = defaultWorkspaceCacheDir(),
 ): Promise<string> {
   const { workspace } = task;
+  if (workspace.kind === 'image') {
+    throw new WorkspaceError(
+      `workspace ${workspace.path} lies in the task's image: taskSandboxSpec (tasks/task-sandbox.ts) copies it out`,
+    );
+  }
   const source = resolve(workspace.path);
   const info = await stat(source).catch(() => undefined);
   if (!info) throw new WorkspaceError(`workspace ${workspace.kind} ${source} does not exist`);

@@ -4,6 +4,7 @@ import { TaskCatalog } from '../../activities/task-catalog.js';
 import { AdmissionControl, type InstanceConfig } from '../../scheduler/index.js';
 import { bubblewrapTmpHostDir } from '../../sandbox/bridge.js';
 import { createSandboxProvider } from '../../sandbox/index.js';
+import { LocalImageStore } from '../../sandbox/images/index.js';
 import type { Store } from '../../trajectory/index.js';
 import { hostQueueOf, installWorkerRuntime, RolloutWorker } from '../../workers/worker.js';
 import { ConfigError, type Config } from '../config.js';
@@ -71,10 +72,17 @@ export function startWorker(config: Config, shared: WorkerShared = {}): Promise<
     const artifacts = openConfiguredArtifacts(config);
     stops.push(() => artifacts.close());
     const hostQueue = hostQueueOf(config.temporal.taskQueue, config.worker.hostId);
+    const images = new LocalImageStore({
+      cacheDir: config.sandbox.images.cacheDir ?? paths.images,
+      insecureRegistries: config.sandbox.images.insecureRegistries,
+      authFile: config.sandbox.images.authFile,
+      log: (line) => console.error(`images: ${line}`),
+    });
     const sandbox = createSandboxProvider({
       provider: config.sandbox.provider,
       rootDir: paths.sandboxes,
       hiddenPaths: [PROJECT_ROOT, config.dataDir],
+      images,
       createFailureRate: config.sandbox.createFailureRate,
       seed: config.sandbox.faultSeed,
       defaultTtlMs: config.sandbox.ttlMs,
@@ -86,6 +94,7 @@ export function startWorker(config: Config, shared: WorkerShared = {}): Promise<
       store,
       admission: await AdmissionControl.create(store, engines, config.admission, isAvailable),
       sandbox,
+      images,
       tasks: shared.tasks ?? new TaskCatalog(),
       gateway,
       gatewayOutageMs: config.limits.gatewayOutageMs,

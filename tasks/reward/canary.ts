@@ -24,15 +24,15 @@ export interface Canary {
   ids: string[];
 }
 
-type Random = (bytes: number) => Buffer;
+export type Random = (bytes: number) => Buffer;
 
 /** `n` random lowercase letters. */
-function letters(random: Random, n: number): string {
+export function letters(random: Random, n: number): string {
   return [...random(n)].map((b) => String.fromCharCode(97 + (b % 26))).join('');
 }
 
 /** Two different random integers. */
-function values(random: Random): [number, number] {
+export function values(random: Random): [number, number] {
   const [a, b] = [random(4).readUInt32LE(0) % 900_000, random(4).readUInt32LE(0) % 900_000];
   return [100_000 + a, 100_000 + (a === b ? (b + 1) % 900_000 : b)];
 }
@@ -71,6 +71,13 @@ function isRunnerTestFile(framework: TestFramework, path: string): boolean {
   }
 }
 
+/** The files of the patch that exist after it, by their new names. */
+export function keptPaths(patch: string): string[] {
+  return splitDiff(patch)
+    .filter((s) => s.paths.length > 0 && !/^deleted file mode /m.test(s.text))
+    .map((s) => s.paths[s.paths.length - 1]!);
+}
+
 /**
  * The files of the test patch that exist after it and that the runner runs; when there is none,
  * one new file beside the first of the patch's files.
@@ -80,9 +87,7 @@ export function canaryTargets(
   testPatch: string,
   random: Random = randomBytes,
 ): { path: string; created: boolean }[] {
-  const kept = splitDiff(testPatch)
-    .filter((s) => s.paths.length > 0 && !/^deleted file mode /m.test(s.text))
-    .map((s) => s.paths[s.paths.length - 1]!);
+  const kept = keptPaths(testPatch);
   const targets = kept.filter((p) => isRunnerTestFile(framework, p));
   if (targets.length > 0) return targets.map((path) => ({ path, created: false }));
   const dir = posix.dirname(kept[0] ?? 'tests/x');

@@ -15,6 +15,7 @@
 import type { TestFramework } from '../schema.js';
 import { z } from 'zod';
 import { parseJUnit, parsePytestJUnit, type ReportedStatus } from './junit.js';
+import { record } from './log-parsers/lines.js';
 
 export type { ReportedStatus } from './junit.js';
 export { JUnitParseError } from './junit.js';
@@ -44,14 +45,6 @@ export function parseUnittestJson(text: string): Record<string, ReportedStatus> 
     results[id] = status;
   }
   return results;
-}
-
-const RANK: Record<ReportedStatus, number> = { passed: 0, skipped: 1, failed: 2 };
-
-/** Records `status` under `id` unless a worse one is there already. */
-function record(results: Record<string, ReportedStatus>, id: string, status: ReportedStatus): void {
-  const prev = results[id];
-  if (prev === undefined || RANK[status] > RANK[prev]) results[id] = status;
 }
 
 function parseJson(runner: string, text: string): unknown {

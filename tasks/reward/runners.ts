@@ -9,7 +9,7 @@ import { realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { TestFramework } from '../schema.js';
+import type { LogParser, TestFramework } from '../schema.js';
 
 /** The sandbox path the runner scripts are mounted at, read-only. */
 export const RUNNER_MOUNT = '/opt/agent-rollout/reward';
@@ -105,4 +105,17 @@ export function rewardMounts(
   framework: TestFramework,
 ): { hostPath: string; sandboxPath: string }[] {
   return [{ hostPath: RUNNERS_DIR, sandboxPath: RUNNER_MOUNT }, ...runnerMounts(framework)];
+}
+
+const NODE_MODULES_LOG_PARSERS: ReadonlySet<LogParser> = new Set(['vitest', 'mocha', 'jest']);
+
+/**
+ * Read-only mounts of a log-parser task's sandboxes: for jest, vitest and mocha this package's
+ * runners at `NODE_MODULES_MOUNT`, for an image that has none; Node resolves a repository's own
+ * `/workspace/node_modules` first, so its pinned runner wins where it has one.
+ */
+export function logRunnerMounts(parser: LogParser): { hostPath: string; sandboxPath: string }[] {
+  return NODE_MODULES_LOG_PARSERS.has(parser)
+    ? [{ hostPath: runnersNodeModules(), sandboxPath: NODE_MODULES_MOUNT }]
+    : [];
 }

@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { secretPathsOf } from '../../tasks/secret-paths.js';
 import type { Task } from '../../tasks/schema.js';
 
-const task = (workspace: Task['workspace']): Task => ({ workspace }) as Task;
+const task = (workspace: Task['workspace'], reward: Task['reward'] = { kind: 'tests' }): Task =>
+  ({ workspace, reward }) as Task;
 
 describe('secretPathsOf', () => {
   const folder = mkdtempSync(join(os.tmpdir(), 'secret-paths-'));
@@ -20,8 +21,9 @@ describe('secretPathsOf', () => {
     expect(secretPathsOf(folder, task({ kind: 'git-bundle', path: '/data/repo.bundle' }))).toEqual(['/data/repo.bundle', folder]);
   });
 
-  it('takes an image workspace path as inside the image, not a host path to hide', () => {
-    expect(secretPathsOf(file, task({ kind: 'image', path: '/testbed' }))).toEqual([folder]);
+  it("hides a script reward's verifier folder; an image workspace is no host path", () => {
+    const reward = { kind: 'script', dir: '/data/verifier', command: 'bash /tests/test.sh', reward_file: '/logs/verifier/reward.txt' } as const;
+    expect(secretPathsOf(file, task({ kind: 'image', path: '/testbed' }, reward))).toEqual(['/data/verifier', folder]);
   });
 
   it('hides only the file when its folder is the root', () => {

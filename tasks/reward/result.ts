@@ -1,0 +1,86 @@
+/** What a reward evaluation returns and takes, for every kind of task. */
+import type { ImageStore } from '../../sandbox/images/types.js';
+import type { SandboxProvider } from '../../sandbox/provider.js';
+import type { Task } from '../schema.js';
+
+export type RewardReason =
+  | 'resolved'
+  | 'unresolved'
+  | 'patch_failed'
+  | 'no_report'
+  | 'timeout'
+  | 'tampered';
+export type TestOutcome = 'passed' | 'failed' | 'missing';
+
+export interface RewardResult {
+  /**
+   * Tests rewards: 1 if resolved, else 0. Script rewards: the number the verifier wrote, in
+   * [0, 1] (0 when it wrote none).
+   */
+  reward: number;
+  /** Reward 1. */
+  resolved: boolean;
+  reason: RewardReason;
+  /**
+   * Every FAIL_TO_PASS and PASS_TO_PASS test; `missing` = absent from the report or log = not
+   * passed. Empty for script rewards.
+   */
+  tests: Record<string, TestOutcome>;
+  /** How many of `tests` passed. */
+  passed: number;
+  /** How many of `tests` did not pass (failed, skipped or missing). */
+  failed: number;
+  /**
+   * How many canary tests guarded the run (canary.ts): 0 where none could be added (TAP logs,
+   * script rewards, a run that stopped before its tests).
+   */
+  canaries: number;
+  durationMs: number;
+  /** Why it was not resolved, for people: `git apply` errors or the test output's tail (≤ 2 KB). */
+  detail?: string;
+  /** Paths of the agent's diff the reward dropped (tests, runner configuration). */
+  dropped: string[];
+}
+
+export interface RewardDeps {
+  provider: SandboxProvider;
+  /** Where bundles, tarballs and image workspaces are unpacked. Default `defaultWorkspaceCacheDir()`. */
+  workspaceCacheDir?: string;
+  /** Resolves the task's image (for an `image` workspace). Default none. */
+  images?: ImageStore;
+  /** Random bytes for the canaries' names and values. Default `crypto.randomBytes`. */
+  random?: (bytes: number) => Buffer;
+}
+
+export interface RewardInput {
+  task: Task;
+  /** The agent's changes against the base snapshot, as `workspaceDiff` returns them. */
+  agentDiff: string;
+  /** Episode id + attempt; the reward sandbox uses `<key>:reward`. */
+  idempotencyKey: string;
+  /**
+   * Extra labels of the reward sandbox; an `episode` label lets the janitor remove it as soon as
+   * that episode's workflow closes instead of at its TTL. Default none.
+   */
+  labels?: Record<string, string>;
+}
+
+/** The reward sandbox is not in the state the reward needs (not a git repository, reused). */
+export class RewardSandboxError extends Error {
+  override name = 'RewardSandboxError';
+}
+
+export const DETAIL_BYTES = 2000;
+/** The longest first line `tail` keeps whole. */
+const HEADLINE_BYTES = 500;
+
+/**
+ * At most about DETAIL_BYTES of `text`: its first line (the reward's own message, when it has
+ * one) and the end of the rest (the end of the test output, where runners sum up).
+ */
+export function tail(text: string): string {
+  if (text.length <= DETAIL_BYTES) return text;
+  const nl = text.indexOf('\n');
+  const head = nl >= 0 && nl <= HEADLINE_BYTES ? text.slice(0, nl + 1) : '';
+  return `${head}…${text.slice(-(DETAIL_BYTES - head.length))}`;
+}

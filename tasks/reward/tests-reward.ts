@@ -1,0 +1,120 @@
+/**
+ * The test-based reward (../../../shared/specs/sandbox.md, "Rewards that resist hacking"): in a
+ * fresh sandbox from the task's image and snapshot, apply the agent's diff minus tests and
+ * test-runner configuration (the protected-path rule in diff.ts), then the hidden test patch,
+ * then canary tests that must fail (canary-plan.ts), run the tests, and read the runner's own
+ * report or the test command's console output (test-run.ts).
+ *
+ * What stays out of the agent's reach: the hidden tests, the gold patch and the expected results
+ * never enter any sandbox but the reward's; the runner scripts are mounted read-only; a report is
+ * read from the reward sandbox's own /tmp, which the agent's diff cannot touch, and console
+ * output from a pipe. The tests do run the agent's code, which can write anything that process
+ * can, print forged result lines included: a forged pass cannot hide the runner's real failure
+ * of the same test (the worst status is kept), and output cut short leaves canaries missing.
+ */
+import { randomBytes } from 'node:crypto';
+import { canaryPlanOf, canaryStatuses } from './canary-plan.js';
+import { pathsOf, stripTestChanges } from './diff.js';
+import type { ReportedStatus } from './report.js';
+import {
+  tail,
+  type RewardDeps,
+  type RewardInput,
+  type RewardReason,
+  type RewardResult,
+  type TestOutcome,
+} from './result.js';
+import { logRunnerMounts, rewardMounts } from './runners.js';
+import { addCanaries, applyPatch, rewardSandboxSpec, withRewardSandbox } from './sandbox-steps.js';
+import { runTests } from './test-run.js';
+
+export async function evaluateTestsReward(
+  deps: RewardDeps,
+  input: RewardInput,
+): Promise<RewardResult> {
+  const startedAt = performance.now();
+  const { provider } = deps;
+  const random = deps.random ?? randomBytes;
+  const { task } = input;
+  const named = [...new Set([...task.FAIL_TO_PASS, ...task.PASS_TO_PASS])];
+  const { diff: agentPatch, dropped } = stripTestChanges(input.agentDiff, pathsOf(task.test_patch));
+  let guards = 0;
+
+  const finish = (
+    reason: RewardReason,
+    reported: Record<string, ReportedStatus>,
+    detail?: string,
+  ): RewardResult => {
+    const tests: Record<string, TestOutcome> = {};
+    for (const name of named) {
+      const status = reported[name];
+      tests[name] = status === undefined ? 'missing' : status === 'passed' ? 'passed' : 'failed';
+    }
+    const passed = named.filter((n) => tests[n] === 'passed').length;
+    const resolved = reason === 'unresolved' && passed === named.length;
+    return {
+      reward: resolved ? 1 : 0,
+      resolved,
+      reason: resolved ? 'resolved' : reason,
+      tests,
+      passed,
+      failed: named.length - passed,
+      canaries: guards,
+      durationMs: Math.round(performance.now() - startedAt),
+      ...(detail && !resolved ? { detail: tail(detail) } : {}),
+      dropped,
+    };
+  };
+
+  const readOnlyMounts = task.test_framework
+    ? rewardMounts(task.test_framework)
+    : task.log_parser
+      ? logRunnerMounts(task.log_parser)
+      : [];
+  const spec = await rewardSandboxSpec(deps, input, { readOnlyMounts });
+  return withRewardSandbox(provider, spec, async (id) => {
+    if (agentPatch.trim() !== '') {
+      const applied = await applyPatch(provider, id, agentPatch);
+      if (applied.exitCode !== 0)
+        return finish('patch_failed', {}, `agent diff does not apply: ${applied.stderr}`);
+    }
+    const testsApplied = await applyPatch(provider, id, task.test_patch);
+    if (testsApplied.exitCode !== 0) {
+      return finish(
+        'patch_failed',
+        {},
+        `test patch does not apply over the agent diff: ${testsApplied.stderr}`,
+      );
+    }
+    const canaries = await addCanaries(provider, id, task, canaryPlanOf(task), random);
+    if (typeof canaries === 'string') return finish('patch_failed', {}, canaries);
+    guards = canaries.reduce((n, c) => n + c.ids.length, 0);
+
+    const run = await runTests(
+      provider,
+      id,
+      task,
+      canaries.map((c) => c.path),
+    );
+    if (run.kind !== 'reported') return finish(run.kind, {}, run.detail);
+    const { reported } = run;
+    // A canary that passed or was skipped was tampered with. A missing one may be an honest
+    // import error in its file, which fails that file's tests too; only a report that would
+    // otherwise resolve the task while missing a canary is forged.
+    const canaryState = canaryStatuses(
+      canaries.flatMap((c) => c.ids),
+      reported,
+    );
+    const untouched = Object.keys(canaryState).filter((c) => canaryState[c] !== 'failed');
+    const states = untouched.map((c) => `${c}: ${canaryState[c] ?? 'missing'}`).join(', ');
+    const result = finish('unresolved', reported, run.detail);
+    if (
+      untouched.some((c) => canaryState[c] !== undefined) ||
+      (untouched.length > 0 && result.resolved)
+    )
+      return finish('tampered', reported, `canary tests did not fail (${states})\n${run.detail}`);
+    return untouched.length > 0
+      ? finish('unresolved', reported, `canary tests missing (${states})\n${run.detail}`)
+      : result;
+  });
+}
