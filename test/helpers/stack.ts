@@ -5,6 +5,7 @@ import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
 import { loadCodec, type Codec } from '../../gateway/codec/index.js';
 import { ConfigSchema, type Config } from '../../stack/config.js';
 import { builtinPackDir, loadTasks } from '../../tasks/loader.js';
+import type { Task } from '../../tasks/schema.js';
 import { scriptForTask } from '../../tasks/solution-script.js';
 import { startRecordingProxy, type RecordedCompletion } from './recording-proxy.js';
 
@@ -23,10 +24,10 @@ export interface TestEngines {
   close(): Promise<void>;
 }
 
-/** Simulated engines scripted with the built-in pack, each behind a recording proxy. */
-export async function startTestEngines(options: { count: number; wanderProbability?: number; seed?: number; timeScale?: number }): Promise<TestEngines> {
+/** Simulated engines scripted with the built-in pack (and `tasks`, if given), each behind a recording proxy. */
+export async function startTestEngines(options: { count: number; wanderProbability?: number; seed?: number; timeScale?: number; tasks?: Task[] }): Promise<TestEngines> {
   const { tokenizer } = await testCodec();
-  const tasks = await loadTasks(builtinPackDir());
+  const tasks = [...(await loadTasks(builtinPackDir())), ...(options.tasks ?? [])];
   const script = { tasks: tasks.map(scriptForTask), wanderProbability: options.wanderProbability ?? 0.3 };
   const sims: EngineSim[] = [];
   const proxies: Awaited<ReturnType<typeof startRecordingProxy>>[] = [];
