@@ -14,6 +14,8 @@ export interface SandboxMeta {
   labels: Record<string, string>;
   createdAt: number;
   expiresAt: number;
+  /** The image its root is made of; `env` is the base of every exec's environment. */
+  image: { reference: string; digest: string; env: Record<string, string> };
   readOnlyMounts: { hostPath: string; sandboxPath: string }[];
   /** Host paths masked in this sandbox besides the provider's; absent in older metadata. */
   hiddenPaths?: string[];

@@ -28,7 +28,7 @@ const SECCOMP_FD = 5;
  */
 const WRAPPER = `printf . >&${STARTED_FD}; exec ${INFO_FD}>&- ${STARTED_FD}>&- ${SECCOMP_FD}>&-; cd -- "$1" || exit 2; shift; exec "$@"`;
 
-export interface RunRequest {
+export interface BwrapRunRequest {
   /**
    * Runs bwrap: an argv prefix (cgroup join, rlimits, dropping to the sandbox user) that ends by
    * exec'ing the rest of the argv. Default: none.
@@ -123,7 +123,7 @@ async function killInit(init: SandboxInit): Promise<void> {
   }
 }
 
-export function runInBwrap(req: RunRequest): RunningCommand {
+export function runInBwrap(req: BwrapRunRequest): RunningCommand {
   const startedAt = performance.now();
   const [command, ...prefix] = [...(req.launcher ?? []), req.bwrapPath];
   const child = spawn(

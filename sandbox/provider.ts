@@ -19,6 +19,14 @@ export interface SandboxSpec {
   /** Host directory whose files become the private, writable `/workspace`. */
   workspaceDir: string;
   /**
+   * The content identity of `workspaceDir` (same key, same files), given by the caller, e.g. a
+   * hash of the task's workspace source. With a key, the prepared workspace (the copy and its
+   * fresh repository) is made once per provider and shared read-only under every sandbox's
+   * copy-on-write layer; a stale key shows stale files. Without one, each create copies
+   * `workspaceDir` anew. Default none.
+   */
+  workspaceKey?: string;
+  /**
    * A path in the image that is to be the workspace (SWE-bench's `/testbed`): the sandbox sees a
    * symlink to `/workspace` there, so paths the image was built with still resolve. Default none.
    */
@@ -31,8 +39,9 @@ export interface SandboxSpec {
   /** Host paths mounted read-only inside the sandbox (reward runners, agent sidecars). */
   readOnlyMounts?: { hostPath: string; sandboxPath: string }[];
   /**
-   * Host paths hidden in this sandbox on top of the provider's own (e.g. the task files and
-   * workspace sources of its task, which hold gold patches and hidden tests). Default none.
+   * Host paths hidden in this sandbox on top of the provider's own, wherever a read-only mount
+   * shows them (the root is an image, so nothing else of the host is there to hide), e.g. the
+   * task files of its task, which hold gold patches and hidden tests. Default none.
    */
   hiddenPaths?: string[];
   /** Labels the janitor and `list` select on (episode id, batch id, role). */

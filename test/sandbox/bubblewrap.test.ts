@@ -202,7 +202,7 @@ except OSError as e:
     }
   });
 
-  it('hides the hidden paths, the sandbox root and other sandboxes', async () => {
+  it('shows none of the hidden paths, the sandbox root or other sandboxes', async () => {
     const a = await provider.create({ idempotencyKey: key(), workspaceDir: workspace });
     const b = await provider.create({ idempotencyKey: key(), workspaceDir: workspace });
     await provider.exec(a.id, { shell: 'echo private-to-a > only-a.txt' });
@@ -222,17 +222,24 @@ except OSError as e:
     await provider.destroy(b.id);
   });
 
-  it("hides a sandbox's own hidden paths from it alone, and refuses to hide the root", async () => {
-    const taskFolder = await tempDir('task-folder');
-    dirs.push(taskFolder);
-    await writeTree(taskFolder, { 'tasks.jsonl': '{"patch": "the fix"}\n' });
+  it("hides a sandbox's own hidden paths inside its mounts from it alone, and refuses to hide the root", async () => {
+    const shared = await tempDir('shared');
+    dirs.push(shared);
+    await writeTree(shared, { 'pack/tasks.jsonl': '{"patch": "the fix"}\n', 'tool.sh': 'echo tool\n' });
     // Readable by the sandbox user, so only the mask can keep it from the agent's sandbox.
-    await chmod(taskFolder, 0o755);
-    const agent = await provider.create({ idempotencyKey: key(), workspaceDir: workspace, hiddenPaths: [taskFolder] });
-    const other = await provider.create({ idempotencyKey: key(), workspaceDir: workspace });
-    const look = `cat ${join(taskFolder, 'tasks.jsonl')} 2>/dev/null || echo unreadable`;
-    expect((await provider.exec(agent.id, { shell: look })).stdout).toBe('unreadable\n');
-    expect((await provider.exec(other.id, { shell: look })).stdout).toBe('{"patch": "the fix"}\n');
+    await chmod(shared, 0o755);
+    await chmod(join(shared, 'pack'), 0o755);
+    const readOnlyMounts = [{ hostPath: shared, sandboxPath: '/opt/shared' }];
+    const agent = await provider.create({
+      idempotencyKey: key(),
+      workspaceDir: workspace,
+      readOnlyMounts,
+      hiddenPaths: [join(shared, 'pack')],
+    });
+    const other = await provider.create({ idempotencyKey: key(), workspaceDir: workspace, readOnlyMounts });
+    const look = 'cat /opt/shared/tool.sh; ls -A /opt/shared/pack | wc -l; cat /opt/shared/pack/tasks.jsonl 2>/dev/null || echo unreadable';
+    expect((await provider.exec(agent.id, { shell: look })).stdout).toBe('echo tool\n0\nunreadable\n');
+    expect((await provider.exec(other.id, { shell: look })).stdout).toBe('echo tool\n1\n{"patch": "the fix"}\n');
     await expect(provider.create({ idempotencyKey: key(), workspaceDir: workspace, hiddenPaths: ['/'] })).rejects.toBeInstanceOf(
       InvalidSandboxSpecError,
     );
@@ -240,7 +247,7 @@ except OSError as e:
     await provider.destroy(other.id);
   });
 
-  it('shows the host root read-only and read-only mounts read-only', async () => {
+  it('shows the image root read-only and read-only mounts read-only', async () => {
     const sidecar = await tempDir('sidecar');
     dirs.push(sidecar);
     await writeTree(sidecar, { 'tool.sh': 'echo tool' });
@@ -324,15 +331,11 @@ except OSError as e:
   });
 
   it('refuses file paths and symlinks that lead out of /workspace', async () => {
-    const hostTarget = join(await tempDir('target'), 'victim.txt');
-    dirs.push(join(hostTarget, '..'));
-    // Reachable from inside (read-only), so it is the path check that refuses, not permissions.
-    await chmod(join(hostTarget, '..'), 0o755);
-    await writeFile(hostTarget, 'original');
     const info = await provider.create({ idempotencyKey: key(), workspaceDir: workspace });
     const ws = join(defaultMountRoot(rootDir), info.id, 'workspace');
     await symlink('/etc', join(ws, 'etc-link'));
-    await symlink(hostTarget, join(ws, 'victim-link'));
+    // Exists inside (the image's), so it is the path check that refuses, not a missing file.
+    await symlink('/etc/hostname', join(ws, 'victim-link'));
     await symlink(join(hiddenDir, 'gold.patch'), join(ws, 'gold-link'));
 
     for (const path of ['../etc/passwd', '/etc/passwd', 'etc-link/passwd', 'victim-link']) {
@@ -340,14 +343,13 @@ except OSError as e:
         InvalidSandboxSpecError,
       );
     }
-    // Inside, the hidden directory is empty: the link leads nowhere.
+    // Inside, the host's directory does not exist: the link leads nowhere.
     await expect(provider.readFile(info.id, 'gold-link')).rejects.toBeInstanceOf(SandboxFileError);
     for (const path of ['/tmp/x', 'etc-link/evil', 'victim-link', '/workspace/../etc/x']) {
       await expect(provider.writeFile(info.id, path, 'pwned'), path).rejects.toBeInstanceOf(
         InvalidSandboxSpecError,
       );
     }
-    expect(await readFile(hostTarget, 'utf8')).toBe('original');
     await provider.destroy(info.id);
   });
 

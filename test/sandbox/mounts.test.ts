@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { checkSandboxPath, mountArgs, reachableBy, type HostFs } from '../../sandbox/mounts.js';
+import { bwrapMountArgs } from '../../sandbox/bwrap-runner.js';
+import { checkSandboxPath, maskBinds, reachableBy, type HostFs } from '../../sandbox/mounts.js';
 import { InvalidSandboxSpecError } from '../../sandbox/provider.js';
 
-type Node = { dir: Record<string, Node>; private?: true } | { link: string } | { file: true };
+type Node = { dir: Record<string, Node>; private?: true } | { file: true };
 
-/** A fake host tree: directories are objects, symlinks `{ link }`, files `{ file: true }`. */
-function fakeFs(tree: Record<string, Node>): HostFs {
+/** A host tree: directories are objects, files `{ file: true }`. */
+function treeFs(tree: Record<string, Node>): HostFs {
   const find = (path: string): Node | undefined => {
     let node: Node = { dir: tree };
     for (const part of path.split('/').filter(Boolean)) {
@@ -22,141 +23,102 @@ function fakeFs(tree: Record<string, Node>): HostFs {
       if (!node) return undefined;
       return {
         isDirectory: () => 'dir' in node,
-        isSymbolicLink: () => 'link' in node,
         mode: 'private' in node ? 0o40700 : 'dir' in node ? 0o40755 : 0o100644,
         uid: 0,
         gid: 0,
       };
     },
-    readdir: (path) => Object.keys((find(path) as { dir: Record<string, Node> }).dir).sort(),
-    readlink: (path) => (find(path) as { link: string }).link,
   };
 }
 
-const host = fakeFs({
-  bin: { link: 'usr/bin' },
-  usr: { dir: { bin: { dir: {} } } },
-  opt: { dir: { tool: { dir: {} } } },
-  etc: { dir: {} },
-  tmp: { dir: { scratch: { dir: {} } } },
-  proc: { dir: {} },
-  dev: { dir: {} },
-  data: { dir: { sandboxes: { dir: {} }, pack: { dir: {} } } },
-  secret: { file: true },
+const host = treeFs({
+  srv: {
+    dir: {
+      agents: { dir: { bin: { dir: {} }, keys: { dir: {} }, 'token.txt': { file: true } } },
+      closed: { private: true, dir: { inner: { dir: {} } } },
+    },
+  },
+  data: { dir: { sandboxes: { dir: {} } } },
 });
 
-const plan = {
-  workspaceHostDir: '/data/sandboxes/sb-1/workspace',
-  tmpHostDir: '/data/sandboxes/sb-1/tmp',
-  maskedPaths: ['/data', '/data/sandboxes', '/secret', '/tmp/scratch', '/missing'],
-  emptyFile: '/data/sandboxes/.empty',
-  readOnlyMounts: [{ hostPath: '/data/runners', sandboxPath: '/opt/agent-rollout/reward' }],
-};
+const user = { uid: 65534, gid: 65534 };
 
-describe('mountArgs', () => {
-  it('builds the root from host entries, opening directories on the way to missing mount points', () => {
-    expect(mountArgs(plan, host)).toEqual([
-      '--symlink',
-      'usr/bin',
-      '/bin',
-      '--ro-bind-try',
-      '/data',
-      '/data',
-      '--ro-bind-try',
-      '/etc',
-      '/etc',
-      // /opt is opened up: /opt/agent-rollout does not exist on the host and / is read-only.
-      '--perms',
-      '755',
-      '--dir',
-      '/opt',
-      '--ro-bind-try',
-      '/opt/tool',
-      '/opt/tool',
-      '--ro-bind-try',
-      '/secret',
-      '/secret',
-      '--ro-bind-try',
-      '/usr',
-      '/usr',
+describe('bwrapMountArgs', () => {
+  it('shows the root read-only, fresh /proc, /dev and /dev/shm, then the binds in order', () => {
+    expect(
+      bwrapMountArgs({
+        rootDir: '/run/x/sb-1/root',
+        shmBytes: 1024,
+        binds: [
+          { hostPath: '/run/x/sb-1/workspace', sandboxPath: '/workspace', writable: true },
+          { hostPath: '/srv/agents', sandboxPath: '/opt/agents', writable: false },
+        ],
+      }),
+    ).toEqual([
+      '--ro-bind',
+      '/run/x/sb-1/root',
+      '/',
       '--proc',
       '/proc',
       '--dev',
       '/dev',
-      '--bind',
-      '/data/sandboxes/sb-1/tmp',
-      '/tmp',
       '--size',
-      String(64 * 1024 * 1024),
+      '1024',
       '--tmpfs',
       '/dev/shm',
-      // Nested and missing masks are dropped; /tmp is the sandbox's own anyway.
-      '--size',
-      '4096',
-      '--tmpfs',
-      '/data',
-      '--remount-ro',
-      '/data',
-      '--ro-bind',
-      '/data/sandboxes/.empty',
-      '/secret',
       '--bind',
-      '/data/sandboxes/sb-1/workspace',
+      '/run/x/sb-1/workspace',
       '/workspace',
-      '--perms',
-      '0755',
-      '--dir',
-      '/opt/agent-rollout',
       '--ro-bind',
-      '/data/runners',
-      '/opt/agent-rollout/reward',
+      '/srv/agents',
+      '/opt/agents',
+    ]);
+  });
+});
+
+describe('maskBinds', () => {
+  const plan = {
+    binds: [{ hostPath: '/srv/agents', sandboxPath: '/opt/agents', writable: false }],
+    emptyDir: '/run/x/.empty-dir',
+    emptyFile: '/run/x/.empty',
+    user,
+  };
+
+  it('covers hidden paths inside a bind where the sandbox sees them, nested ones once', () => {
+    expect(
+      maskBinds(
+        {
+          ...plan,
+          hiddenPaths: ['/srv/agents/keys', '/srv/agents/keys/sub', '/srv/agents/token.txt', '/data'],
+        },
+        host,
+      ),
+    ).toEqual([
+      { hostPath: '/run/x/.empty-dir', sandboxPath: '/opt/agents/keys', writable: false },
+      { hostPath: '/run/x/.empty', sandboxPath: '/opt/agents/token.txt', writable: false },
     ]);
   });
 
-  it('masks only what the sandbox user could reach', () => {
-    const fs = fakeFs({
-      open: { dir: { hidden: { dir: {} } } },
-      closed: { private: true, dir: { hidden: { dir: {} } } },
-    });
-    const args = mountArgs(
-      {
-        ...plan,
-        readOnlyMounts: [],
-        maskedPaths: ['/open/hidden', '/closed/hidden'],
-        sandboxUser: { uid: 65534, gid: 65534 },
-      },
-      fs,
-    );
-    expect(args).toContain('/open/hidden');
-    // Nobody can look up /closed/hidden: root owns /closed with mode 0700.
-    expect(args).not.toContain('/closed/hidden');
-    expect(reachableBy('/closed/hidden', { uid: 0, gid: 0 }, fs)).toBe(true);
-  });
-
-  it('leaves unbound paths out entirely, binding their siblings one by one', () => {
-    const fs = fakeFs({
-      run: { dir: { lock: { dir: {} }, 'agent-rollout': { dir: { h1: { dir: {} } } } } },
-      usr: { dir: {} },
-    });
-    const args = mountArgs(
-      { ...plan, readOnlyMounts: [], maskedPaths: ['/run/agent-rollout/h1'], unboundPaths: ['/run/agent-rollout'] },
-      fs,
-    );
-    expect(args.join(' ')).toContain('--dir /run --ro-bind-try /run/lock /run/lock --ro-bind-try /usr /usr');
-    // Neither bound (recursively, with other sandboxes' mounts under it) nor masked: absent.
-    expect(args.filter((a) => a.startsWith('/run/agent-rollout'))).toEqual([]);
-  });
-
-  it('refuses mount points that cross a symlink', () => {
-    expect(() =>
-      mountArgs(
-        { ...plan, readOnlyMounts: [{ hostPath: '/x', sandboxPath: '/bin/new/tool' }] },
+  it('needs no mask for what no bind shows, what is missing, or what the user cannot reach', () => {
+    const binds = [...plan.binds, { hostPath: '/srv/closed', sandboxPath: '/opt/c', writable: false }];
+    expect(
+      maskBinds(
+        { ...plan, binds, hiddenPaths: ['/data/sandboxes', '/srv/agents/missing', '/srv/closed/inner'] },
         host,
       ),
-    ).toThrow(InvalidSandboxSpecError);
+    ).toEqual([]);
+    expect(reachableBy('/srv/closed/inner', { uid: 0, gid: 0 }, host)).toBe(true);
   });
 
-  it('checks sandbox paths', () => {
+  it('keeps a bind whose source lies inside a hidden path: it was bound on purpose', () => {
+    expect(maskBinds({ ...plan, hiddenPaths: ['/srv', '/srv/agents/keys'] }, host)).toEqual([
+      { hostPath: '/run/x/.empty-dir', sandboxPath: '/opt/agents/keys', writable: false },
+    ]);
+  });
+});
+
+describe('checkSandboxPath', () => {
+  it('refuses relative, unnormalised and kernel paths', () => {
     for (const bad of ['relative', '/', '/proc/x', '/dev/x', '/a/../b', '/a/']) {
       expect(() => checkSandboxPath(bad), bad).toThrow(InvalidSandboxSpecError);
     }

@@ -1,0 +1,676 @@
+/**
+ * The host-side lifecycle of local sandboxes, shared by every isolation level: ids and records,
+ * TTL, quota, the janitor's sweep, cgroups and limits, the layers and mounts on the host, pause
+ * through the freezer, destroy. Running a command is the job of a `SandboxRunner` (`runner.ts`):
+ * bubblewrap (`bubblewrap.ts`) or another one given to the constructor.
+ *
+ * Host layout: `<rootDir>/<id>/{base/, meta.json}`, shared workspace layers in
+ * `<rootDir>/.layers/`, and mount points `<mountRoot>/<id>/{rw/, workspace/, root/}` (see
+ * `layers.ts`). The sandbox's root is its image (`images`) under a per-sandbox overlay, never the
+ * host's root; the only host paths it sees are its workspace and /tmp (both on its size-capped
+ * tmpfs) and the read-only mounts of its spec.
+ */
+import { chmod, mkdir, readdir, readFile, realpath, rm, stat, statfs, writeFile } from 'node:fs/promises';
+import { join, posix, resolve } from 'node:path';
+import {
+  InvalidSandboxSpecError,
+  ProviderUnavailableError,
+  SandboxError,
+  SandboxGoneError,
+  SandboxPausedError,
+  SandboxQuotaError,
+  type Command,
+  type ExecOptions,
+  type ExecResult,
+  type SandboxInfo,
+  type SandboxLimits,
+  type SandboxProvider,
+  type SandboxSpec,
+  type SandboxState,
+  type SandboxUsage,
+} from './provider.js';
+import {
+  downloadTarViaExec,
+  readFileViaExec,
+  uploadTarViaExec,
+  writeFileViaExec,
+} from './files.js';
+import {
+  checkSandboxPath,
+  isUnder,
+  maskBinds,
+  reachableBy,
+  readableBy,
+  SANDBOX_TMP,
+  WORKSPACE,
+} from './mounts.js';
+import {
+  detectResourceControl,
+  rootKeyOf,
+  type ResourceControl,
+  type ResourceControlKind,
+  type ResourceControlOptions,
+} from './cgroups.js';
+import { layerPaths, mountLayers, unmountLayers, type LayerPaths } from './layers.js';
+import { infoOf, isSandboxId, readMeta, sandboxId, writeMeta, type SandboxMeta } from './meta.js';
+import type { RunningCommand } from './process.js';
+import type { SandboxBind, SandboxRunner, SandboxUser } from './runner.js';
+import { prepareWorkspace, WorkspaceLayerCache } from './workspace-layer.js';
+import { BaseImageOnlyStore } from './images/base-only.js';
+import { BASE_IMAGE, ImageError, type ImageRoot, type ImageStore } from './images/types.js';
+
+export interface LocalSandboxProviderOptions {
+  /** Host directory holding one subdirectory per sandbox; created when missing. Required. */
+  rootDir: string;
+  /**
+   * Where sandbox images come from (`SandboxSpec.image`). Default: a store that holds only the
+   * base image (`BaseImageOnlyStore`).
+   */
+  images?: ImageStore;
+  /**
+   * Host paths hidden in every sandbox wherever a read-only mount shows them (a mount of a
+   * directory that holds the data dir, say). Nothing else of the host is visible to hide.
+   * `rootDir` and `mountRoot` are always hidden. Default: none.
+   */
+  hiddenPaths?: string[];
+  /** TTL of a sandbox whose spec gives none. Default 1 hour. */
+  defaultTtlMs?: number;
+  /** Most sandbox directories on this host (live, expired but not yet swept, half-made). Default 1000. */
+  maxSandboxes?: number;
+  /**
+   * How old a half-made sandbox (no meta.json) must be before `sweepExpired` removes it, so a
+   * janitor in another process does not remove a create still in flight. Default 10 minutes.
+   */
+  halfMadeGraceMs?: number;
+  /**
+   * The unprivileged host user every sandboxed command runs as, so host files readable only by
+   * root stay unreadable whatever uid the sandbox believes it has. Default nobody, 65534:65534.
+   */
+  sandboxUser?: SandboxUser;
+  /**
+   * How limits are enforced: `auto` picks cgroup v2, else cgroup v1 (memory, pids, cpu, freezer),
+   * else `prlimit` (no CPU share, no pause). Default `auto`.
+   */
+  resourceControl?: ResourceControlKind | 'auto';
+  /** The cgroup directory, under each hierarchy's root, holding this host's sandboxes. Default `agent-rollout`. */
+  cgroupParent?: string;
+  /** Limits of a sandbox whose spec gives none; see SandboxLimits for each default. */
+  defaultLimits?: SandboxLimits;
+  /**
+   * Where the sandboxes' host mount points go; it must be reachable by the sandbox user, unlike
+   * `rootDir`. Default `/run/agent-rollout/<hash of rootDir>`.
+   */
+  mountRoot?: string;
+}
+
+/** Where the default mount roots of all providers on this host live. */
+const MOUNT_BASE = '/run/agent-rollout';
+
+/** In a mount root: the `rootDir` of the provider that made it. */
+const ROOT_OWNER_FILE = '.root';
+/** In a mount root: the empty stand-ins bound over hidden files and directories. */
+const EMPTY_FILE = '.empty';
+const EMPTY_DIR = '.empty-dir';
+/** In `rootDir`: the shared workspace layers. */
+const LAYERS_DIR = '.layers';
+
+/** The default `mountRoot` of a provider whose root directory is `rootDir`. */
+export function defaultMountRoot(rootDir: string): string {
+  return join(MOUNT_BASE, rootKeyOf(resolve(rootDir)));
+}
+
+export const DEFAULT_LIMITS: Required<SandboxLimits> = {
+  memoryBytes: 2 * 1024 ** 3,
+  maxProcesses: 512,
+  cpus: 1,
+  diskBytes: 1024 ** 3,
+};
+
+const HOUR_MS = 60 * 60 * 1000;
+const DEFAULT_EXEC_TIMEOUT_MS = 60_000;
+const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
+/** `/dev/shm` size: 64 MiB, or the disk cap when that is smaller. */
+const SHM_BYTES = 64 * 1024 * 1024;
+/** PATH of an image that sets none. */
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+type ReadOnlyMount = { hostPath: string; sandboxPath: string };
+
+export class LocalSandboxProvider implements SandboxProvider {
+  readonly name: string;
+  private readonly rootDir: string;
+  private readonly images: ImageStore;
+  private readonly hiddenPaths: string[];
+  private readonly defaultTtlMs: number;
+  private readonly maxSandboxes: number;
+  private readonly halfMadeGraceMs: number;
+  private readonly mountRoot: string;
+  private readonly sandboxUser: SandboxUser;
+  private readonly defaultLimits: Required<SandboxLimits>;
+  private readonly resourceControlOptions: ResourceControlOptions;
+  private readonly workspaceLayers: WorkspaceLayerCache;
+  private resourceControlReady: Promise<ResourceControl> | undefined;
+  /** Creates in flight in this process, by id: a concurrent retry joins the first. */
+  private readonly creating = new Map<string, Promise<SandboxInfo>>();
+  /** Commands running in this process, by sandbox id: destroy kills them. */
+  private readonly running = new Map<string, Set<RunningCommand>>();
+  /** Sandboxes being removed: an exec starting meanwhile is killed at once. */
+  private readonly removing = new Set<string>();
+  private rootReady: Promise<string> | undefined;
+
+  constructor(
+    options: LocalSandboxProviderOptions,
+    private readonly runner: SandboxRunner,
+  ) {
+    this.name = runner.name;
+    this.rootDir = resolve(options.rootDir);
+    this.images = options.images ?? new BaseImageOnlyStore();
+    this.hiddenPaths = (options.hiddenPaths ?? []).map((p) => resolve(p));
+    this.defaultTtlMs = options.defaultTtlMs ?? HOUR_MS;
+    this.maxSandboxes = options.maxSandboxes ?? 1000;
+    this.halfMadeGraceMs = options.halfMadeGraceMs ?? 10 * 60 * 1000;
+    this.mountRoot = resolve(options.mountRoot ?? defaultMountRoot(this.rootDir));
+    this.sandboxUser = options.sandboxUser ?? { uid: 65534, gid: 65534 };
+    this.defaultLimits = { ...DEFAULT_LIMITS, ...options.defaultLimits };
+    this.resourceControlOptions = {
+      kind: options.resourceControl ?? 'auto',
+      parent: options.cgroupParent ?? 'agent-rollout',
+      rootDir: this.rootDir,
+    };
+    this.workspaceLayers = new WorkspaceLayerCache(join(this.rootDir, LAYERS_DIR), this.sandboxUser);
+  }
+
+  /** How this provider enforces limits (`cgroup-v2`, `cgroup-v1` or `prlimit`). */
+  async resourceControl(): Promise<ResourceControlKind> {
+    return (await this.rc()).kind;
+  }
+
+  /** Detected on first use, so constructing a provider touches nothing on the host. */
+  private rc(): Promise<ResourceControl> {
+    this.resourceControlReady ??= detectResourceControl(this.resourceControlOptions);
+    return this.resourceControlReady;
+  }
+
+  async create(spec: SandboxSpec): Promise<SandboxInfo> {
+    if (!spec.idempotencyKey) throw new InvalidSandboxSpecError('idempotencyKey is required');
+    const id = sandboxId(spec.idempotencyKey);
+    const pending = this.creating.get(id);
+    if (pending) return pending;
+    const creation = this.createOnce(id, spec).finally(() => this.creating.delete(id));
+    this.creating.set(id, creation);
+    return creation;
+  }
+
+  async exec(id: string, command: Command, options: ExecOptions = {}): Promise<ExecResult> {
+    const meta = await this.liveMeta(id);
+    if (meta.paused) throw new SandboxPausedError(id);
+    const rc = await this.rc();
+    const argv = Array.isArray(command) ? command : ['/bin/sh', '-c', command.shell];
+    if (argv.length === 0) throw new InvalidSandboxSpecError('empty command');
+    const layers = this.layers(id);
+    const binds: SandboxBind[] = [
+      { hostPath: layers.workspace, sandboxPath: WORKSPACE, writable: true },
+      { hostPath: layers.tmp, sandboxPath: SANDBOX_TMP, writable: true },
+      ...meta.readOnlyMounts.map((m) => ({ ...m, writable: false })),
+    ];
+    const mountRoot = await this.prepareRoot();
+    const masks = maskBinds({
+      hiddenPaths: await this.maskedPaths(meta.hiddenPaths ?? []),
+      binds: binds.filter((b) => !b.writable),
+      emptyDir: join(mountRoot, EMPTY_DIR),
+      emptyFile: join(mountRoot, EMPTY_FILE),
+      user: this.sandboxUser,
+    });
+    const run = this.runner.run({
+      sandboxId: id,
+      rootDir: layers.root,
+      binds: [...binds, ...masks],
+      // The image's environment is the base; the root is read-only, so HOME is the sandbox's /tmp.
+      env: { PATH: DEFAULT_PATH, LANG: 'C.UTF-8', ...meta.image.env, HOME: SANDBOX_TMP, ...options.env },
+      cwd: posix.resolve(WORKSPACE, options.cwd ?? WORKSPACE),
+      argv,
+      stdin: options.stdin,
+      // The hard TTL bounds every command too: nothing outlives its sandbox.
+      timeoutMs: Math.max(
+        1,
+        Math.min(options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS, meta.expiresAt - Date.now()),
+      ),
+      maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
+      limits: meta.limits,
+      launcher: rc.launcher(id, meta.limits),
+      shmBytes: Math.min(SHM_BYTES, meta.limits.diskBytes),
+      user: this.sandboxUser,
+      beforeKill: () => rc.thaw(id).catch(() => undefined),
+    });
+    const runs = this.running.get(id) ?? new Set<RunningCommand>();
+    this.running.set(id, runs.add(run));
+    // Registered and checked in one tick: a concurrent remove either sees this run or is seen.
+    if (this.removing.has(id)) run.kill();
+    try {
+      const outcome = await run.done;
+      if (outcome.killed) throw new SandboxGoneError(id);
+      const { exitCode, timedOut, stdout, stderr, truncated, durationMs } = outcome;
+      return { exitCode, timedOut, stdout, stderr, truncated, durationMs };
+    } catch (err) {
+      // A sandbox removed while the runner was starting makes it fail: report the cause instead.
+      if (err instanceof ProviderUnavailableError && (await this.status(id)) === 'gone') {
+        throw new SandboxGoneError(id);
+      }
+      throw err;
+    } finally {
+      runs.delete(run);
+      if (runs.size === 0 && this.running.get(id) === runs) this.running.delete(id);
+    }
+  }
+
+  async readFile(id: string, path: string): Promise<Buffer> {
+    return readFileViaExec(this, id, path);
+  }
+
+  async writeFile(id: string, path: string, data: Buffer | string): Promise<void> {
+    return writeFileViaExec(this, id, path, data);
+  }
+
+  async upload(id: string, tar: Buffer, dir?: string): Promise<void> {
+    return uploadTarViaExec(this, id, tar, dir);
+  }
+
+  async download(id: string, dir?: string): Promise<Buffer> {
+    return downloadTarViaExec(this, id, dir);
+  }
+
+  async status(id: string): Promise<SandboxState> {
+    try {
+      return (await this.liveMeta(id)).paused ? 'paused' : 'running';
+    } catch {
+      return 'gone';
+    }
+  }
+
+  async pause(id: string): Promise<void> {
+    const meta = await this.liveMeta(id);
+    await (await this.rc()).freeze(id);
+    await writeMeta(this.dir(id), { ...meta, paused: true });
+  }
+
+  async resume(id: string): Promise<void> {
+    const meta = await this.liveMeta(id);
+    await (await this.rc()).thaw(id);
+    await writeMeta(this.dir(id), { ...meta, paused: false });
+  }
+
+  /** Memory charged to the sandbox's cgroup and bytes used on its writable layer. */
+  async usage(id: string): Promise<SandboxUsage> {
+    await this.liveMeta(id);
+    const memoryBytes = await (await this.rc()).memoryUsage(id);
+    const rw = await statfs(this.layers(id).rw).catch(() => undefined);
+    const diskBytes = rw ? (rw.blocks - rw.bfree) * rw.bsize : undefined;
+    return { memoryBytes, diskBytes };
+  }
+
+  async extendTtl(id: string, ms: number): Promise<void> {
+    const meta = await this.liveMeta(id);
+    await writeMeta(this.dir(id), {
+      ...meta,
+      expiresAt: Math.max(meta.expiresAt, Date.now() + ms),
+    });
+  }
+
+  async destroy(id: string): Promise<void> {
+    if (!isSandboxId(id)) return;
+    await this.creating.get(id)?.catch(() => undefined);
+    await this.remove(id);
+  }
+
+  /** Every sandbox with all of `labels`, expired ones not yet swept included. */
+  async list(labels: Record<string, string> = {}): Promise<SandboxInfo[]> {
+    const infos: SandboxInfo[] = [];
+    for (const id of await this.sandboxDirs()) {
+      const meta = await readMeta(this.dir(id));
+      if (meta && Object.entries(labels).every(([k, v]) => meta.labels[k] === v))
+        infos.push(infoOf(meta));
+    }
+    return infos;
+  }
+
+  /**
+   * The janitor's job: removes sandboxes whose TTL has passed at `now` and half-made ones older
+   * than `halfMadeGraceMs`, killing their running commands first. Returns the ids removed.
+   */
+  async sweepExpired(now: number = Date.now()): Promise<string[]> {
+    const removed = await this.sweepOwn(now);
+    await this.sweepAbandonedRoots();
+    return removed;
+  }
+
+  /**
+   * Removes the sandboxes (mounts, cgroups) under default mount roots whose provider's `rootDir` no
+   * longer exists (a data dir deleted while sandboxes were live): no provider of theirs will ever
+   * sweep them. Runs with every sweep.
+   */
+  private async sweepAbandonedRoots(): Promise<void> {
+    for (const name of await readdir(MOUNT_BASE).catch(() => [])) {
+      const mountRoot = join(MOUNT_BASE, name);
+      if (mountRoot === this.mountRoot) continue;
+      const rootDir = await readFile(join(mountRoot, ROOT_OWNER_FILE), 'utf8').catch(() => undefined);
+      if (!rootDir || (await stat(rootDir).then(() => true, () => false))) continue;
+      const abandoned = new LocalSandboxProvider({ rootDir, mountRoot }, this.runner);
+      await abandoned.sweepOwn(Number.MAX_SAFE_INTEGER);
+      await abandoned.release();
+    }
+  }
+
+  /** `sweepExpired` for this provider's own sandboxes only. */
+  private async sweepOwn(now: number): Promise<string[]> {
+    const removed: string[] = [];
+    const dirs = await this.sandboxDirs();
+    // Cgroups whose sandbox directory is gone (a crash between the two removals).
+    const rc = await this.rc();
+    // A create (here or in another process) makes the directory before the cgroup and mounts,
+    // so one seen without its directory, checked again just now, is debris.
+    const orphan = async (id: string): Promise<boolean> =>
+      isSandboxId(id) &&
+      !dirs.includes(id) &&
+      !this.creating.has(id) &&
+      (await stat(this.dir(id)).then(
+        () => false,
+        () => true,
+      ));
+    for (const id of await rc.listIds()) if (await orphan(id)) await rc.remove(id);
+    for (const id of await readdir(this.mountRoot).catch(() => [])) {
+      if (await orphan(id)) await this.remove(id);
+    }
+    for (const id of dirs) {
+      if (this.creating.has(id)) continue;
+      const meta = await readMeta(this.dir(id));
+      const expired = meta
+        ? meta.expiresAt <= now
+        : now - (await this.dirMtime(id)) >= this.halfMadeGraceMs;
+      if (expired) {
+        await this.remove(id);
+        removed.push(id);
+      }
+    }
+    return removed;
+  }
+
+  /** Host directory the sandbox sees as `/tmp` (where the gateway bridge's socket goes). */
+  tmpHostDir(id: string): string {
+    return this.layers(id).tmp;
+  }
+
+  /**
+   * Removes this provider's host directories outside `rootDir` (the mount root, the cgroup
+   * parents) if no sandbox is left in them; for short-lived processes such as tests and
+   * benchmarks. The provider prepares them again when it is used next.
+   */
+  async release(): Promise<void> {
+    const own = new Set([EMPTY_FILE, EMPTY_DIR, ROOT_OWNER_FILE]);
+    const entries = await readdir(this.mountRoot).catch(() => undefined);
+    if (entries && entries.every((e) => own.has(e))) {
+      await rm(this.mountRoot, { recursive: true, force: true });
+    }
+    await (await this.rc()).release();
+    this.rootReady = undefined;
+    this.resourceControlReady = undefined;
+  }
+
+  private dir(id: string): string {
+    return join(this.rootDir, id);
+  }
+
+  private mountDir(id: string): string {
+    return join(this.mountRoot, id);
+  }
+
+  private layers(id: string): LayerPaths {
+    return layerPaths(this.mountDir(id));
+  }
+
+  /** The sandbox's meta, or SandboxGoneError when it is missing, half-made or expired. */
+  private async liveMeta(id: string): Promise<SandboxMeta> {
+    const meta = isSandboxId(id) ? await readMeta(this.dir(id)) : undefined;
+    // No image: made by a provider version that showed the host root, unusable with this one.
+    if (!meta || meta.expiresAt <= Date.now() || !meta.image) throw new SandboxGoneError(id);
+    return meta;
+  }
+
+  private async createOnce(id: string, spec: SandboxSpec): Promise<SandboxInfo> {
+    const workspaceDir = resolve(spec.workspaceDir);
+    const readOnlyMounts = await this.checkSpec(workspaceDir, spec);
+    const dir = this.dir(id);
+    const existing = await readMeta(dir);
+    if (existing && existing.expiresAt > Date.now()) {
+      if (existing.idempotencyKey !== spec.idempotencyKey) {
+        throw new InvalidSandboxSpecError(
+          `sandbox id ${id} collides with key ${existing.idempotencyKey}`,
+        );
+      }
+      return infoOf(existing);
+    }
+    const reference = spec.image ?? BASE_IMAGE;
+    const image = await this.resolveImage(reference);
+    // Expired or half-made: what is there is of no use to this create.
+    await this.remove(id);
+    await this.checkQuota(id);
+    const limits = this.limitsOf(spec.limits);
+    await this.prepareRoot();
+    const layers = this.layers(id);
+    const source = { workspaceDir, initGitRepo: spec.initGitRepo ?? true };
+    try {
+      await mkdir(dir);
+      const workspaceLower = spec.workspaceKey
+        ? await this.workspaceLayers.layer(spec.workspaceKey, source)
+        : join(dir, 'base');
+      if (!spec.workspaceKey) await prepareWorkspace(source, workspaceLower, this.sandboxUser);
+      await (await this.rc()).create(id, limits);
+      await mountLayers(layers, {
+        diskBytes: limits.diskBytes,
+        user: this.sandboxUser,
+        workspaceLower,
+        root: {
+          imageLayers: image.layers,
+          mountPoints: [
+            { path: '/proc', file: false },
+            { path: '/dev', file: false },
+            { path: SANDBOX_TMP, file: false },
+            { path: WORKSPACE, file: false },
+            ...(await Promise.all(
+              readOnlyMounts.map(async (m) => ({
+                path: m.sandboxPath,
+                file: !(await stat(m.hostPath)).isDirectory(),
+              })),
+            )),
+          ],
+          link: spec.workspaceLink ? { path: spec.workspaceLink, target: WORKSPACE } : undefined,
+        },
+      });
+    } catch (err) {
+      await this.remove(id).catch(() => undefined);
+      if (err instanceof SandboxError) throw err;
+      throw new ProviderUnavailableError(
+        `cannot prepare sandbox ${id}: ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
+    const createdAt = Date.now();
+    const meta: SandboxMeta = {
+      version: 1,
+      id,
+      idempotencyKey: spec.idempotencyKey,
+      labels: { ...spec.labels },
+      createdAt,
+      expiresAt: createdAt + (spec.ttlMs ?? this.defaultTtlMs),
+      image: { reference, digest: image.digest, env: image.env },
+      readOnlyMounts,
+      hiddenPaths: (spec.hiddenPaths ?? []).map((p) => resolve(p)),
+      limits,
+    };
+    await writeMeta(dir, meta);
+    return infoOf(meta);
+  }
+
+  /** The spec's image; one that cannot be had is a spec error unless trying again may help. */
+  private async resolveImage(reference: string): Promise<ImageRoot> {
+    try {
+      return await this.images.resolve(reference);
+    } catch (err) {
+      if (!(err instanceof ImageError)) throw err;
+      if (err.retryable) {
+        throw new ProviderUnavailableError(`image ${reference}: ${err.message}`, { cause: err });
+      }
+      throw new InvalidSandboxSpecError(`image ${reference}: ${err.message}`);
+    }
+  }
+
+  /** Validates the spec; returns the read-only mounts with absolute host paths. */
+  private async checkSpec(workspaceDir: string, spec: SandboxSpec): Promise<ReadOnlyMount[]> {
+    const isDir = await stat(workspaceDir).then(
+      (s) => s.isDirectory(),
+      () => false,
+    );
+    if (!isDir)
+      throw new InvalidSandboxSpecError(`workspaceDir is not a directory: ${workspaceDir}`);
+    if ((spec.hiddenPaths ?? []).some((p) => resolve(p) === '/'))
+      throw new InvalidSandboxSpecError('cannot hide the whole root');
+    if (spec.workspaceKey !== undefined && spec.workspaceKey === '')
+      throw new InvalidSandboxSpecError('workspaceKey must not be empty');
+    const mounts = (spec.readOnlyMounts ?? []).map((m) => ({
+      hostPath: resolve(m.hostPath),
+      sandboxPath: m.sandboxPath,
+    }));
+    const own = [WORKSPACE, SANDBOX_TMP];
+    for (const m of mounts) {
+      checkSandboxPath(m.sandboxPath);
+      if (own.some((p) => isUnder(m.sandboxPath, p) || isUnder(p, m.sandboxPath))) {
+        throw new InvalidSandboxSpecError(`cannot mount over ${m.sandboxPath}`);
+      }
+      const exists = await stat(m.hostPath).then(
+        () => true,
+        () => false,
+      );
+      if (!exists)
+        throw new InvalidSandboxSpecError(`read-only mount source is missing: ${m.hostPath}`);
+      if (!readableBy(m.hostPath, this.sandboxUser)) {
+        throw new InvalidSandboxSpecError(
+          `read-only mount source is not readable by the sandbox user: ${m.hostPath}`,
+        );
+      }
+    }
+    if (spec.workspaceLink !== undefined) {
+      const link = spec.workspaceLink;
+      checkSandboxPath(link);
+      const taken = [...own, ...mounts.map((m) => m.sandboxPath)];
+      if (taken.some((p) => isUnder(p, link) || isUnder(link, p))) {
+        throw new InvalidSandboxSpecError(`workspaceLink ${link} overlaps a mount`);
+      }
+    }
+    return mounts;
+  }
+
+  private limitsOf(limits: SandboxLimits = {}): Required<SandboxLimits> {
+    const merged = { ...this.defaultLimits };
+    for (const [k, v] of Object.entries(limits) as [keyof SandboxLimits, number | undefined][]) {
+      if (v === undefined) continue;
+      if (!(Number.isFinite(v) && v > 0))
+        throw new InvalidSandboxSpecError(`limits.${k} must be > 0`);
+      merged[k] = v;
+    }
+    return merged;
+  }
+
+  /** Counts every sandbox directory and create in flight; sweeps once before refusing. */
+  private async checkQuota(id: string): Promise<void> {
+    const count = async (): Promise<number> => {
+      const ids = new Set([...(await this.sandboxDirs()), ...this.creating.keys()]);
+      ids.delete(id);
+      return ids.size;
+    };
+    if ((await count()) < this.maxSandboxes) return;
+    await this.sweepExpired();
+    if ((await count()) >= this.maxSandboxes) {
+      throw new SandboxQuotaError(
+        `${this.maxSandboxes} sandboxes already exist under ${this.rootDir}`,
+      );
+    }
+  }
+
+  /**
+   * Kills the sandbox's running commands (those of this process, then any left in its cgroup by
+   * another), waits until their processes are gone, unmounts its layers, removes its cgroup and
+   * its directory.
+   */
+  private async remove(id: string): Promise<void> {
+    this.removing.add(id);
+    try {
+      const rc = await this.rc();
+      await rc.thaw(id).catch(() => undefined);
+      const runs = [...(this.running.get(id) ?? [])];
+      for (const run of runs) run.kill();
+      await Promise.allSettled(runs.map((run) => run.done));
+      await rc.killAll(id);
+      await unmountLayers(this.mountDir(id));
+      await rc.remove(id);
+      await rm(this.mountDir(id), { recursive: true, force: true, maxRetries: 3 });
+      await rm(this.dir(id), { recursive: true, force: true, maxRetries: 3 });
+    } finally {
+      this.removing.delete(id);
+    }
+  }
+
+  private async sandboxDirs(): Promise<string[]> {
+    try {
+      return (await readdir(this.rootDir)).filter(isSandboxId);
+    } catch {
+      return [];
+    }
+  }
+
+  private async dirMtime(id: string): Promise<number> {
+    try {
+      return (await stat(this.dir(id))).mtimeMs;
+    } catch {
+      return 0;
+    }
+  }
+
+  /**
+   * Makes `rootDir`, and `mountRoot` with its empty stand-ins, once per provider; returns
+   * mountRoot. mountRoot is traversable but not listable: the sandbox user reaches its own
+   * sandbox's mount points (the runner runs as that user) and cannot list the others.
+   */
+  private prepareRoot(): Promise<string> {
+    this.rootReady ??= (async (): Promise<string> => {
+      await mkdir(this.rootDir, { recursive: true });
+      await mkdir(this.mountRoot, { recursive: true, mode: 0o711 });
+      await chmod(this.mountRoot, 0o711);
+      await writeFile(join(this.mountRoot, EMPTY_FILE), '', { mode: 0o444, flag: 'wx' }).catch(
+        (err: NodeJS.ErrnoException) => {
+          if (err.code !== 'EEXIST') throw err;
+        },
+      );
+      await mkdir(join(this.mountRoot, EMPTY_DIR), { mode: 0o555 }).catch(
+        (err: NodeJS.ErrnoException) => {
+          if (err.code !== 'EEXIST') throw err;
+        },
+      );
+      // Who owns this mount root, for the sweep of roots whose provider's rootDir is gone.
+      await writeFile(join(this.mountRoot, ROOT_OWNER_FILE), this.rootDir, { mode: 0o600 });
+      if (!reachableBy(join(this.mountRoot, EMPTY_FILE), this.sandboxUser)) {
+        throw new SandboxError(
+          `mountRoot ${this.mountRoot} is not reachable by the sandbox user; choose another`,
+          false,
+        );
+      }
+      return this.mountRoot;
+    })();
+    return this.rootReady;
+  }
+
+  /** The hidden paths and rootDir as real paths, so a symlinked data dir is masked where it lives. */
+  private async maskedPaths(extra: string[]): Promise<string[]> {
+    return Promise.all(
+      [this.rootDir, this.mountRoot, ...this.hiddenPaths, ...extra].map((p) => realpath(p).catch(() => p)),
+    );
+  }
+}
