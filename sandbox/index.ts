@@ -1,5 +1,6 @@
 import { BubblewrapProvider } from './bubblewrap.js';
 import { FaultInjectingProvider } from './fault-injection.js';
+import { GVisorProvider } from './gvisor/provider.js';
 import type { SandboxLimits, SandboxProvider } from './provider.js';
 
 export * from './provider.js';
@@ -9,13 +10,19 @@ export {
   defaultMountRoot,
   type BubblewrapProviderOptions,
 } from './bubblewrap.js';
+export { GVisorProvider, type GVisorProviderOptions } from './gvisor/provider.js';
 export { FreezerUnavailableError, type ResourceControlKind } from './cgroups.js';
 export { DENIED_SYSCALLS_X86_64 } from './seccomp.js';
 export { FaultInjectingProvider, type FaultInjectionOptions } from './fault-injection.js';
 export { SandboxFileError, uploadTarViaExec, downloadTarViaExec } from './files.js';
 
 export interface SandboxProviderConfig {
-  provider: 'bubblewrap';
+  /**
+   * The isolation: `bubblewrap` (namespaces and a seccomp filter on the host kernel) or `gvisor`
+   * (each command under its own user-space kernel, `runsc`). Both share the host-side lifecycle
+   * and the images. Required.
+   */
+  provider: 'bubblewrap' | 'gvisor';
   /** Host directory holding the sandboxes, e.g. `<dataDir>/sandboxes`. Required. */
   rootDir: string;
   /** Host paths masked inside every sandbox (data dir, task pack). Default: none. */
@@ -33,13 +40,15 @@ export interface SandboxProviderConfig {
 }
 
 export function createSandboxProvider(config: SandboxProviderConfig): SandboxProvider {
-  const provider = new BubblewrapProvider({
+  const options = {
     rootDir: config.rootDir,
     hiddenPaths: config.hiddenPaths,
     maxSandboxes: config.maxSandboxes,
     defaultTtlMs: config.defaultTtlMs,
     defaultLimits: config.defaultLimits,
-  });
+  };
+  const provider =
+    config.provider === 'gvisor' ? new GVisorProvider(options) : new BubblewrapProvider(options);
   const rate = config.createFailureRate ?? 0;
   return rate > 0
     ? new FaultInjectingProvider(provider, { createFailureRate: rate, seed: config.seed })

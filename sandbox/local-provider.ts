@@ -237,7 +237,7 @@ export class LocalSandboxProvider implements SandboxProvider {
       ),
       maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
       limits: meta.limits,
-      launcher: rc.launcher(id, meta.limits),
+      launcher: rc.launcher(id, this.hostLimits(meta.limits)),
       shmBytes: Math.min(SHM_BYTES, meta.limits.diskBytes),
       user: this.sandboxUser,
       beforeKill: () => rc.thaw(id).catch(() => undefined),
@@ -411,6 +411,7 @@ export class LocalSandboxProvider implements SandboxProvider {
       await rm(this.mountRoot, { recursive: true, force: true });
     }
     await (await this.rc()).release();
+    await this.runner.release?.();
     this.rootReady = undefined;
     this.resourceControlReady = undefined;
   }
@@ -463,7 +464,7 @@ export class LocalSandboxProvider implements SandboxProvider {
         ? await this.workspaceLayers.layer(spec.workspaceKey, source)
         : join(dir, 'base');
       if (!spec.workspaceKey) await prepareWorkspace(source, workspaceLower, this.sandboxUser);
-      await (await this.rc()).create(id, limits);
+      await (await this.rc()).create(id, this.hostLimits(limits));
       await mountLayers(layers, {
         diskBytes: limits.diskBytes,
         user: this.sandboxUser,
@@ -566,6 +567,11 @@ export class LocalSandboxProvider implements SandboxProvider {
       }
     }
     return mounts;
+  }
+
+  /** What the sandbox's cgroup enforces: its limits, as its runner needs them on the host. */
+  private hostLimits(limits: Required<SandboxLimits>): Required<SandboxLimits> {
+    return this.runner.hostLimits?.(limits) ?? limits;
   }
 
   private limitsOf(limits: SandboxLimits = {}): Required<SandboxLimits> {

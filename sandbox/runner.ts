@@ -63,4 +63,12 @@ export interface SandboxRunner {
    * runner that cannot start the sandbox at all rejects it with ProviderUnavailableError.
    */
   run(request: RunRequest): RunningCommand;
+  /**
+   * The limits the sandbox's cgroup (or rlimits) get, from the sandbox's own. Default: the same.
+   * A runner whose own machinery runs inside the cgroup (gVisor's Sentry threads and ptrace stubs
+   * are host tasks) needs room for it there, and enforces the sandbox's limit itself.
+   */
+  hostLimits?(limits: Required<SandboxLimits>): Required<SandboxLimits>;
+  /** Removes the runner's own host directories once no run is left in them (process exit). */
+  release?(): Promise<void>;
 }

@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { ProviderUnavailableError } from '../provider.js';
 import { CappedSink, type RunOutcome, type RunningCommand } from '../process.js';
+import type { SandboxLimits } from '../provider.js';
 import type { RunRequest, SandboxRunner } from '../runner.js';
 import { ociSpec } from './oci-spec.js';
 import { RunscState } from './state.js';
@@ -38,6 +39,11 @@ const WRAPPER = 'cd -- "$1" || exit 2; shift; exec "$@"';
 
 /** `runsc` exits with this when it could not start the container (and logs why). */
 const RUNSC_FAILED = 128;
+
+/** Host tasks of one run besides the command's: runsc, the Gofer, the Sentry's threads (about 45 measured). */
+const RUN_HOST_TASKS = 128;
+/** Host tasks per process inside the Sentry: a ptrace stub process and its threads (about 10 measured). */
+const HOST_TASKS_PER_PROCESS = 16;
 
 /** One entry of runsc's JSON log. */
 const LogEntry = z.object({ msg: z.string(), level: z.string() }).loose();
@@ -83,6 +89,14 @@ export class GVisorRunner implements SandboxRunner {
     this.runscPath = options.runscPath ?? 'runsc';
     this.platform = options.platform ?? 'ptrace';
     this.state = new RunscState(options.stateDir ?? '/run/agent-rollout-gvisor', this.runscPath);
+  }
+
+  /**
+   * The cgroup's process cap leaves room for gVisor's own host tasks; the sandbox's own cap holds
+   * inside the Sentry (RLIMIT_NPROC of every run, `oci-spec.ts`).
+   */
+  hostLimits(limits: Required<SandboxLimits>): Required<SandboxLimits> {
+    return { ...limits, maxProcesses: RUN_HOST_TASKS + HOST_TASKS_PER_PROCESS * limits.maxProcesses };
   }
 
   /** Removes this process's runsc directories once no run is left in them. */
