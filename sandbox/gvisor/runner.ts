@@ -17,20 +17,27 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { ProviderUnavailableError } from '../provider.js';
+import { ProviderUnavailableError, type SandboxLimits } from '../provider.js';
 import { CappedSink, type RunOutcome, type RunningCommand } from '../process.js';
-import type { SandboxLimits } from '../provider.js';
-import type { RunRequest, SandboxRunner } from '../runner.js';
+import type { RunRequest, SandboxBind, SandboxRunner } from '../runner.js';
 import { ociSpec } from './oci-spec.js';
 import { RunscState } from './state.js';
+import { buildStatxShim, STATX_SHIM_SANDBOX_PATH } from './statx-shim.js';
 
 export interface GVisorRunnerOptions {
   /** The runsc binary. Default `runsc` from PATH. */
   runscPath?: string;
   /** gVisor platform. Default `ptrace` (the kvm platform hangs on this kind of machine). */
   platform?: 'ptrace' | 'kvm' | 'systrap';
-  /** Host directory for runsc's state and the runs' bundles, root only. Default `/run/agent-rollout-gvisor`. */
+  /** Host directory for runsc's state, the runs' bundles and the statx shim, root only. Default `/run/agent-rollout-gvisor`. */
   stateDir?: string;
+  /**
+   * Preload the statx shim (`statx-shim.c`) into every command, so coreutils work under this
+   * runsc. Default true.
+   */
+  statxShim?: boolean;
+  /** The C compiler that builds the shim on first use. Default `cc` from PATH. */
+  cc?: string;
 }
 
 /** Changes to the command's cwd and replaces itself with it: a missing cwd or command is the
@@ -78,17 +85,211 @@ function killQuietly(pid: number): void {
   }
 }
 
+/** What a run needs of its runner. */
+interface RunContext {
+  runscPath: string;
+  flags(logFile: string): string[];
+  state: RunscState;
+  /** The statx shim on the host, when it is preloaded. */
+  shim(): Promise<string | undefined>;
+}
+
+/** One `runsc run`: its bundle, its process, its kill. */
+class GVisorRun implements RunningCommand {
+  readonly done: Promise<RunOutcome>;
+  private readonly startedAt = performance.now();
+  private readonly bundle: string;
+  private readonly logFile: string;
+  private readonly pidFile: string;
+  private timedOut = false;
+  private killed = false;
+  private killRequested = false;
+  private groupId: number | undefined;
+
+  constructor(
+    private readonly ctx: RunContext,
+    private readonly request: RunRequest,
+    private readonly containerId: string,
+  ) {
+    this.bundle = ctx.state.bundleDir(containerId);
+    this.logFile = join(this.bundle, 'runsc.log');
+    this.pidFile = join(this.bundle, 'sentry.pid');
+    this.done = this.execute();
+  }
+
+  kill(): void {
+    this.killed = true;
+    this.requestKill();
+  }
+
+  private requestKill(): void {
+    this.killRequested = true;
+    void this.killNow();
+  }
+
+  private async killNow(): Promise<void> {
+    // Frozen tasks do not die: thaw first.
+    await this.request.beforeKill?.().catch(() => undefined);
+    const sentry = await sentryOf(this.pidFile, this.containerId);
+    if (sentry) killQuietly(sentry);
+    else if (this.groupId) killQuietly(-this.groupId);
+  }
+
+  private async execute(): Promise<RunOutcome> {
+    await this.ctx.state.prepare();
+    const shim = await this.ctx.shim();
+    await mkdir(this.bundle, { recursive: true, mode: 0o700 });
+    try {
+      await this.writeSpec(shim);
+      // Killed while the bundle was being written: nothing was started.
+      if (this.killRequested) return this.outcome(128 + constants.signals.SIGKILL, '', '', false);
+      return await this.spawnRunsc();
+    } finally {
+      if (this.killRequested) {
+        // Killed before its Sentry existed, runsc cannot clean up: its state is deleted here.
+        if (this.groupId) killQuietly(-this.groupId);
+        await this.ctx.state.deleteContainer(this.containerId);
+      }
+      await rm(this.bundle, { recursive: true, force: true });
+    }
+  }
+
+  private async writeSpec(shim: string | undefined): Promise<void> {
+    const { request } = this;
+    const binds: SandboxBind[] = [...request.binds];
+    const env = { ...request.env };
+    if (shim) {
+      binds.push({ hostPath: shim, sandboxPath: STATX_SHIM_SANDBOX_PATH, writable: false });
+      env.LD_PRELOAD = [STATX_SHIM_SANDBOX_PATH, env.LD_PRELOAD].filter(Boolean).join(':');
+    }
+    const spec = ociSpec({
+      rootDir: request.rootDir,
+      binds,
+      env,
+      cwd: '/',
+      argv: ['/bin/sh', '-c', WRAPPER, 'sandbox-exec', request.cwd, ...request.argv],
+      user: request.user,
+      shmBytes: request.shmBytes,
+      maxProcesses: request.limits.maxProcesses,
+    });
+    await writeFile(join(this.bundle, 'config.json'), JSON.stringify(spec), { mode: 0o600 });
+  }
+
+  private outcome(exitCode: number, stdout: string, stderr: string, truncated: boolean): RunOutcome {
+    const { timedOut, killed } = this;
+    const durationMs = Math.round(performance.now() - this.startedAt);
+    return { exitCode, timedOut, killed, stdout, stderr, truncated, durationMs };
+  }
+
+  private spawnRunsc(): Promise<RunOutcome> {
+    const { request } = this;
+    const [command, ...prefix] = [...request.launcher, this.ctx.runscPath];
+    const child = spawn(
+      command!,
+      [
+        ...prefix,
+        ...this.ctx.flags(this.logFile),
+        'run',
+        '--bundle',
+        this.bundle,
+        '--pid-file',
+        this.pidFile,
+        this.containerId,
+      ],
+      {
+        stdio: [request.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+        // Its own process group: a kill before the Sentry exists reaches runsc and its Gofer.
+        detached: true,
+      },
+    );
+    this.groupId = child.pid;
+    if (this.killRequested) void this.killNow();
+    const stdout = new CappedSink(child.stdout!, request.maxOutputBytes);
+    const stderr = new CappedSink(child.stderr!, request.maxOutputBytes);
+    if (request.stdin !== undefined && child.stdin) {
+      // A command that exits without reading its stdin closes the pipe: that is not an error.
+      child.stdin.on('error', () => {});
+      child.stdin.end(request.stdin);
+    }
+    const timer = setTimeout(() => {
+      this.timedOut = true;
+      this.requestKill();
+    }, request.timeoutMs);
+    return new Promise<RunOutcome>((resolve, reject) => {
+      child.on('error', (err: NodeJS.ErrnoException) => {
+        clearTimeout(timer);
+        reject(
+          new ProviderUnavailableError(`cannot run ${this.ctx.runscPath}: ${err.message}`, {
+            cause: err,
+          }),
+        );
+      });
+      child.on('close', (code: number | null, signal: NodeJS.Signals | null) => {
+        clearTimeout(timer);
+        const outcome = this.outcome(
+          code ?? 128 + (signal ? constants.signals[signal] : 0),
+          stdout.text(),
+          stderr.text(),
+          stdout.truncated || stderr.truncated,
+        );
+        if (this.killRequested || outcome.exitCode !== RUNSC_FAILED) return resolve(outcome);
+        // 128 is also a status a command may exit with: only runsc's own log tells them apart,
+        // and nothing inside the sandbox can write to it.
+        void readFile(this.logFile, 'utf8')
+          .catch(() => '')
+          .then((log) => {
+            const errors = loggedErrors(log);
+            if (errors.length === 0) return resolve(outcome);
+            reject(
+              new ProviderUnavailableError(
+                `runsc failed to start sandbox ${request.sandboxId}: ${errors.join('; ')}`,
+              ),
+            );
+          });
+      });
+    });
+  }
+}
+
 export class GVisorRunner implements SandboxRunner {
   readonly name = 'gvisor';
-  private readonly runscPath: string;
-  private readonly platform: string;
-  private readonly state: RunscState;
+  private readonly ctx: RunContext;
+  private readonly stateDir: string;
+  private readonly cc: string;
+  private readonly useShim: boolean;
+  private shimReady: Promise<string> | undefined;
   private runs = 0;
 
   constructor(options: GVisorRunnerOptions = {}) {
-    this.runscPath = options.runscPath ?? 'runsc';
-    this.platform = options.platform ?? 'ptrace';
-    this.state = new RunscState(options.stateDir ?? '/run/agent-rollout-gvisor', this.runscPath);
+    const runscPath = options.runscPath ?? 'runsc';
+    const platform = options.platform ?? 'ptrace';
+    this.stateDir = options.stateDir ?? '/run/agent-rollout-gvisor';
+    this.cc = options.cc ?? 'cc';
+    this.useShim = options.statxShim ?? true;
+    const state = new RunscState(this.stateDir, runscPath);
+    this.ctx = {
+      runscPath,
+      state,
+      flags: (logFile) => [
+        `--root=${state.root}`,
+        `--platform=${platform}`,
+        '--network=none',
+        // The gateway bridge is a host Unix socket bound into /tmp: connecting needs this;
+        // creating host sockets stays refused.
+        '--host-uds=open',
+        // The launcher has already put runsc into the sandbox's own cgroup, limits included.
+        '--ignore-cgroups',
+        // Writes must land in the bound host directories (the disk cap, the host-side reward).
+        '--overlay2=none',
+        `--log=${logFile}`,
+        '--log-format=json',
+      ],
+      shim: () => this.shim(),
+    };
+  }
+
+  run(request: RunRequest): RunningCommand {
+    return new GVisorRun(this.ctx, request, `${request.sandboxId}-${process.pid}-${this.runs++}`);
   }
 
   /**
@@ -101,174 +302,16 @@ export class GVisorRunner implements SandboxRunner {
 
   /** Removes this process's runsc directories once no run is left in them. */
   release(): Promise<void> {
-    return this.state.release();
+    return this.ctx.state.release();
   }
 
-  /** runsc's global flags for one run. */
-  private flags(logFile: string): string[] {
-    return [
-      `--root=${this.state.root}`,
-      `--platform=${this.platform}`,
-      '--network=none',
-      // The gateway bridge is a host Unix socket bound into /tmp: connecting needs this; creating
-      // host sockets stays refused.
-      '--host-uds=open',
-      // The launcher has already put runsc into the sandbox's own cgroup, limits included.
-      '--ignore-cgroups',
-      // Writes must land in the bound host directories (the disk cap, the host-side reward).
-      '--overlay2=none',
-      `--log=${logFile}`,
-      '--log-format=json',
-    ];
-  }
-
-  run(request: RunRequest): RunningCommand {
-    const startedAt = performance.now();
-    const containerId = `${request.sandboxId}-${process.pid}-${this.runs++}`;
-    const bundle = this.state.bundleDir(containerId);
-    const logFile = join(bundle, 'runsc.log');
-    const pidFile = join(bundle, 'sentry.pid');
-    let timedOut = false;
-    let killed = false;
-    let killRequested = false;
-    let groupId: number | undefined;
-    let sentryPid: number | undefined;
-
-    const killNow = async (): Promise<void> => {
-      // Frozen tasks do not die: thaw first.
-      await request.beforeKill?.().catch(() => undefined);
-      sentryPid ??= await sentryOf(pidFile, containerId);
-      if (sentryPid) killQuietly(sentryPid);
-      else if (groupId) killQuietly(-groupId);
-    };
-    const kill = (): void => {
-      killRequested = true;
-      void killNow();
-    };
-
-    const done = (async (): Promise<RunOutcome> => {
-      await this.state.prepare();
-      await mkdir(bundle, { recursive: true, mode: 0o700 });
-      const spec = ociSpec({
-        rootDir: request.rootDir,
-        binds: request.binds,
-        env: request.env,
-        cwd: '/',
-        argv: ['/bin/sh', '-c', WRAPPER, 'sandbox-exec', request.cwd, ...request.argv],
-        user: request.user,
-        shmBytes: request.shmBytes,
-        maxProcesses: request.limits.maxProcesses,
-      });
-      await writeFile(join(bundle, 'config.json'), JSON.stringify(spec), { mode: 0o600 });
-      try {
-        return await this.spawnRun(request, containerId, bundle, logFile, pidFile, {
-          onSpawn: (pgid) => {
-            groupId = pgid;
-            if (killRequested) void killNow();
-          },
-          startedAt,
-          outcomeFlags: () => ({ timedOut, killed }),
-          onTimeout: () => {
-            timedOut = true;
-            kill();
-          },
-        });
-      } finally {
-        if (killRequested) {
-          // Killed before its Sentry existed, runsc cannot clean up: its state is deleted here.
-          if (groupId) killQuietly(-groupId);
-          await this.state.deleteContainer(containerId);
-        }
-        await rm(bundle, { recursive: true, force: true });
-      }
-    })();
-
-    return {
-      done,
-      kill: (): void => {
-        killed = true;
-        kill();
-      },
-    };
-  }
-
-  private spawnRun(
-    request: RunRequest,
-    containerId: string,
-    bundle: string,
-    logFile: string,
-    pidFile: string,
-    hooks: {
-      onSpawn(pgid: number): void;
-      startedAt: number;
-      outcomeFlags(): { timedOut: boolean; killed: boolean };
-      onTimeout(): void;
-    },
-  ): Promise<RunOutcome> {
-    const [command, ...prefix] = [...request.launcher, this.runscPath];
-    const child = spawn(
-      command!,
-      [
-        ...prefix,
-        ...this.flags(logFile),
-        'run',
-        '--bundle',
-        bundle,
-        '--pid-file',
-        pidFile,
-        containerId,
-      ],
-      {
-        stdio: [request.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
-        // Its own process group: a kill before the Sentry exists reaches runsc and its Gofer.
-        detached: true,
-      },
-    );
-    if (child.pid !== undefined) hooks.onSpawn(child.pid);
-    const stdout = new CappedSink(child.stdout!, request.maxOutputBytes);
-    const stderr = new CappedSink(child.stderr!, request.maxOutputBytes);
-    if (request.stdin !== undefined && child.stdin) {
-      // A command that exits without reading its stdin closes the pipe: that is not an error.
-      child.stdin.on('error', () => {});
-      child.stdin.end(request.stdin);
-    }
-    const timer = setTimeout(hooks.onTimeout, request.timeoutMs);
-    return new Promise<RunOutcome>((resolve, reject) => {
-      child.on('error', (err: NodeJS.ErrnoException) => {
-        clearTimeout(timer);
-        reject(
-          new ProviderUnavailableError(`cannot run ${this.runscPath}: ${err.message}`, {
-            cause: err,
-          }),
-        );
-      });
-      child.on('close', (code: number | null, signal: NodeJS.Signals | null) => {
-        clearTimeout(timer);
-        const { timedOut, killed } = hooks.outcomeFlags();
-        const outcome: RunOutcome = {
-          exitCode: code ?? 128 + (signal ? constants.signals[signal] : 0),
-          timedOut,
-          killed,
-          stdout: stdout.text(),
-          stderr: stderr.text(),
-          truncated: stdout.truncated || stderr.truncated,
-          durationMs: Math.round(performance.now() - hooks.startedAt),
-        };
-        if (timedOut || killed || outcome.exitCode !== RUNSC_FAILED) return resolve(outcome);
-        // 128 is also a status a command may exit with: only runsc's own log tells them apart,
-        // and nothing inside the sandbox can write to it.
-        void readFile(logFile, 'utf8')
-          .catch(() => '')
-          .then((log) => {
-            const errors = loggedErrors(log);
-            if (errors.length === 0) return resolve(outcome);
-            reject(
-              new ProviderUnavailableError(
-                `runsc failed to start sandbox ${request.sandboxId}: ${errors.join('; ')}`,
-              ),
-            );
-          });
-      });
+  private async shim(): Promise<string | undefined> {
+    if (!this.useShim) return undefined;
+    this.shimReady ??= buildStatxShim(this.stateDir, this.cc);
+    // A failed build is tried again by the next run, not cached for ever.
+    return this.shimReady.catch((err: unknown) => {
+      this.shimReady = undefined;
+      throw err;
     });
   }
 }
