@@ -4,6 +4,7 @@ import type { AdmissionControl, Lease } from '../scheduler/index.js';
 import { SandboxError, type SandboxProvider } from '../sandbox/provider.js';
 import { evaluateReward, runnerMounts, workspaceDiff } from '../tasks/reward/index.js';
 import { workspaceDirOf } from '../tasks/workspace.js';
+import { workspaceKeyOf } from '../tasks/workspace-key.js';
 import { secretPathsOf } from '../tasks/secret-paths.js';
 import type { ArtifactStore, Store } from '../trajectory/index.js';
 import type { SessionSummary } from '../gateway/session/session-manager.js';
@@ -149,11 +150,13 @@ export function createActivities(deps: ActivityDeps) {
     }): Promise<SandboxRef> {
       const task = await deps.tasks.get(input.taskSource, input.taskId);
       const workspaceDir = await workspaceDirOf(task);
+      const workspaceKey = await workspaceKeyOf(workspaceDir);
       const info = await withHeartbeat(() =>
         sandboxCall(() =>
           deps.sandbox.create({
             idempotencyKey: `${input.episodeId}:${input.attempt}`,
             workspaceDir,
+            workspaceKey,
             labels: { episode: input.episodeId, role: 'agent' },
             hiddenPaths: secretPathsOf(taskSourcePath(input.taskSource), task),
             ttlMs: deps.sandboxTtlMs,

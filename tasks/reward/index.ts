@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import type { ExecResult, SandboxProvider } from '../../sandbox/provider.js';
 import type { Task, TestFramework } from '../schema.js';
 import { workspaceDirOf } from '../workspace.js';
+import { workspaceKeyOf } from '../workspace-key.js';
 import { canaryTargets, makeCanary, type Canary } from './canary.js';
 import { pathsOf, stripTestChanges } from './diff.js';
 import { parseReport, type ReportedStatus } from './report.js';
@@ -223,9 +224,11 @@ export async function evaluateReward(deps: RewardDeps, input: RewardInput): Prom
     };
   };
 
+  const workspaceDir = await workspaceDirOf(task, deps.workspaceCacheDir);
   const spec = {
     idempotencyKey: `${input.idempotencyKey}:reward`,
-    workspaceDir: await workspaceDirOf(task, deps.workspaceCacheDir),
+    workspaceDir,
+    workspaceKey: await workspaceKeyOf(workspaceDir, deps.workspaceCacheDir),
     readOnlyMounts: rewardMounts(framework),
     labels: { ...input.labels, role: 'reward', task: task.instance_id },
     ttlMs: testMs + TTL_SLACK_MS,

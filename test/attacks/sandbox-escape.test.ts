@@ -2,15 +2,17 @@
  * The sandbox half of the attack suite: each row is an attack program run the way the agent runs
  * its commands (a shell inside its sandbox), and the defence that must stop it. A row passes only
  * when the attack failed AND the evidence names the expected defence (an errno, a cgroup counter,
- * an empty masked directory), so a row cannot pass because something else happened to break.
+ * a host path absent from the image root), so a row cannot pass because something else happened
+ * to break. The whole suite runs once per provider of `providers.ts`.
  */
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGatewayBridge } from '../../sandbox/bridge.js';
-import { BubblewrapProvider, defaultMountRoot } from '../../sandbox/bubblewrap.js';
+import { defaultMountRoot, type LocalSandboxProvider } from '../../sandbox/local-provider.js';
 import { rootKeyOf } from '../../sandbox/cgroups.js';
 import {
   SandboxGoneError,
@@ -26,34 +28,37 @@ import {
   writeTree,
 } from '../sandbox/helpers.js';
 import { printAttackTable, type AttackOutcome } from './table.js';
+import { PROVIDER_FACTORIES, type ProviderFactory, type ProviderOptions } from './providers.js';
 
 const MiB = 1024 * 1024;
 /** Unique per run, so process checks never match another run's sleeps. */
 const tag = `${process.pid % 1000}${Date.now() % 1000}`;
 const sleepMarker = (n: number): string => `${1000 + n}.${tag}`;
 
-const dirs: string[] = [];
-const providers: [BubblewrapProvider, string][] = [];
-const outcomes: AttackOutcome[] = [];
+/** The state of one provider's run of the suite, set up afresh by each `describe`. */
+let dirs: string[] = [];
+let providers: [LocalSandboxProvider, string][] = [];
+let outcomes: AttackOutcome[] = [];
+let factory: ProviderFactory;
 let workspace: string;
 let gatewayDataDir: string;
-let main: BubblewrapProvider;
+/** Readable by anyone, outside the data dir, the project and the task folder. */
+let plantedSecret: string;
+let main: LocalSandboxProvider;
 let mainRoot: string;
 let counter = 0;
 
-async function newProvider(
-  options: Partial<ConstructorParameters<typeof BubblewrapProvider>[0]> = {},
-): Promise<[BubblewrapProvider, string]> {
+async function newProvider(options: ProviderOptions = {}): Promise<[LocalSandboxProvider, string]> {
   const rootDir = await tempDir('attack-root');
   dirs.push(rootDir);
-  const p = new BubblewrapProvider({ rootDir, hiddenPaths: [gatewayDataDir], ...options });
+  const p = factory.make({ rootDir, hiddenPaths: [gatewayDataDir], ...options });
   providers.push([p, rootDir]);
   return [p, rootDir];
 }
 
 async function sandbox(
   limits: SandboxLimits = {},
-  provider: BubblewrapProvider = main,
+  provider: LocalSandboxProvider = main,
 ): Promise<SandboxInfo> {
   return provider.create({
     idempotencyKey: `attack-${tag}-${counter++}`,
@@ -66,15 +71,15 @@ const sh = (
   id: string,
   script: string,
   timeoutMs = 30_000,
-  provider: BubblewrapProvider = main,
+  provider: LocalSandboxProvider = main,
 ): Promise<ExecResult> => provider.exec(id, { shell: script }, { timeoutMs });
 
-const py = (id: string, code: string, provider: BubblewrapProvider = main): Promise<ExecResult> =>
+const py = (id: string, code: string, provider: LocalSandboxProvider = main): Promise<ExecResult> =>
   provider.exec(id, ['python3', '-c', code], { timeoutMs: 60_000 });
 
 /** A counter from a cgroup file of the sandbox (`oom_kill` in memory.events, `max` in pids.events). */
 async function cgroupCounter(
-  provider: BubblewrapProvider,
+  provider: LocalSandboxProvider,
   rootDir: string,
   id: string,
   controller: 'memory' | 'pids',
@@ -156,7 +161,7 @@ const attacks: Attack[] = [
   },
   {
     attack: "read the gateway's data dir (session keys)",
-    defence: 'masked-path',
+    defence: 'image-root',
     async run() {
       const s = await sandbox();
       const r = await sh(s.id, `ls -A ${gatewayDataDir} | wc -l; cat ${gatewayDataDir}/keys.json`);
@@ -164,14 +169,14 @@ const attacks: Attack[] = [
         blocked: !r.stdout.includes('gw-secret'),
         defence:
           r.stdout.startsWith('0\n') && r.stderr.includes('No such file')
-            ? 'masked-path'
+            ? 'image-root'
             : 'unknown',
       };
     },
   },
   {
     attack: "read another sandbox's workspace",
-    defence: 'masked-path',
+    defence: 'image-root',
     async run() {
       const victim = await sandbox();
       await sh(victim.id, 'echo victim-secret > secret.txt');
@@ -185,14 +190,26 @@ const attacks: Attack[] = [
         blocked: !r.stdout.includes('victim-secret'),
         defence:
           r.stdout.startsWith('0\n') && r.stderr.includes('No such file')
-            ? 'masked-path'
+            ? 'image-root'
             : 'unknown',
       };
     },
   },
   {
-    attack: 'write host files (/etc, /usr, the task source, the masked data dir)',
-    defence: 'read-only-root',
+    attack: 'read a world-readable file planted elsewhere on the host (a git mirror, a sibling checkout)',
+    defence: 'image-root',
+    async run() {
+      const s = await sandbox();
+      const r = await sh(s.id, `cat ${plantedSecret}; ls ${join(plantedSecret, '..')}`);
+      return {
+        blocked: !r.stdout.includes('gold-fix'),
+        defence: r.stderr.split('No such file or directory').length === 3 ? 'image-root' : 'unknown',
+      };
+    },
+  },
+  {
+    attack: 'write host files (/etc, /usr, the task source, the data dir)',
+    defence: 'read-only-image-root',
     async run() {
       const s = await sandbox();
       const targets = [
@@ -202,30 +219,32 @@ const attacks: Attack[] = [
         join(gatewayDataDir, 'pwned'),
       ];
       const r = await sh(s.id, targets.map((t) => `echo x > ${t}`).join('; '));
-      const readOnly = r.stderr
-        .split('\n')
-        .filter((l) => l.includes('Read-only file system')).length;
+      const errors = r.stderr.split('\n');
+      const readOnly = errors.filter((l) => l.includes('Read-only file system')).length;
+      const absent = errors.filter((l) => l.includes('Directory nonexistent')).length;
+      // The image's own directories are read-only; the host's are not in the sandbox at all.
       return {
         blocked: targets.every((t) => !existsSync(t)),
-        defence: readOnly === targets.length ? 'read-only-root' : 'unknown',
+        defence: readOnly === 2 && absent === 2 ? 'read-only-image-root' : 'unknown',
       };
     },
   },
   {
     attack: 'lift its own limits through /sys/fs/cgroup',
-    defence: 'read-only-root',
+    defence: 'image-root',
     async run() {
       const s = await sandbox({ maxProcesses: 100 });
       const r = await sh(
         s.id,
-        'for f in /sys/fs/cgroup/*/agent-rollout/*/*/pids.max /sys/fs/cgroup/agent-rollout/*/*/pids.max; do [ -e "$f" ] && echo max > "$f"; done; true',
+        'ls /sys/fs/cgroup; for f in /sys/fs/cgroup/*/agent-rollout/*/*/pids.max /sys/fs/cgroup/agent-rollout/*/*/pids.max; do [ -e "$f" ] && echo max > "$f"; done; true',
       );
       const v1 = (await main.resourceControl()) === 'cgroup-v1';
       const rel = join('agent-rollout', rootKeyOf(mainRoot), s.id, 'pids.max');
       const limit = (await readFile(join('/sys/fs/cgroup', v1 ? 'pids' : '', rel), 'utf8')).trim();
       return {
         blocked: limit === '100',
-        defence: r.stderr.includes('Read-only file system') ? 'read-only-root' : 'unknown',
+        // The host's cgroup filesystem is not part of the image root.
+        defence: r.stderr.includes('No such file or directory') ? 'image-root' : 'unknown',
       };
     },
   },
@@ -353,7 +372,7 @@ except OSError as e:
   },
   {
     attack: "connect to another sandbox's gateway bridge socket",
-    defence: 'masked-path',
+    defence: 'image-root',
     async run() {
       let reached = false;
       const gateway: Server = createServer((_req, res) => {
@@ -381,7 +400,7 @@ except OSError as e:
         );
         return {
           blocked: !reached,
-          defence: r.stdout === 'FileNotFoundError\n' ? 'masked-path' : 'unknown',
+          defence: r.stdout === 'FileNotFoundError\n' ? 'image-root' : 'unknown',
         };
       } finally {
         await bridge.close();
@@ -571,27 +590,36 @@ except MemoryError:
   },
 ];
 
-beforeAll(async () => {
-  workspace = await tempDir('attack-ws');
-  gatewayDataDir = await tempDir('attack-gateway-data');
-  dirs.push(workspace, gatewayDataDir);
-  await writeTree(workspace, { 'app.py': 'print("hi")\n' });
-  await writeTree(gatewayDataDir, { 'keys.json': '{"key":"gw-secret"}' });
-  // Readable by anyone on the host, so only the mask can be what hides it.
-  await chmod(gatewayDataDir, 0o755);
-  await chmod(join(gatewayDataDir, 'keys.json'), 0o644);
-  await chmod(workspace, 0o755);
-  [main, mainRoot] = await newProvider({ defaultLimits: { memoryBytes: 512 * MiB } });
-  await writeFile(join(workspace, 'README'), 'task\n');
-});
+describe.each(PROVIDER_FACTORIES)('sandbox escape attacks ($name)', (f) => {
+  beforeAll(async () => {
+    factory = f;
+    dirs = [];
+    providers = [];
+    outcomes = [];
+    workspace = await tempDir('attack-ws');
+    gatewayDataDir = await tempDir('attack-gateway-data');
+    dirs.push(workspace, gatewayDataDir);
+    await writeTree(workspace, { 'app.py': 'print("hi")\n' });
+    await writeTree(gatewayDataDir, { 'keys.json': '{"key":"gw-secret"}' });
+    // Readable by anyone on the host, so only its absence from the sandbox can be what hides it.
+    await chmod(gatewayDataDir, 0o755);
+    await chmod(join(gatewayDataDir, 'keys.json'), 0o644);
+    await chmod(workspace, 0o755);
+    const plantedDir = join('/var/lib', `agent-rollout-attack-${randomBytes(6).toString('hex')}`);
+    dirs.push(plantedDir);
+    await mkdir(plantedDir, { mode: 0o755 });
+    plantedSecret = join(plantedDir, 'gold.patch');
+    await writeFile(plantedSecret, 'gold-fix\n', { mode: 0o644 });
+    [main, mainRoot] = await newProvider({ defaultLimits: { memoryBytes: 512 * MiB } });
+    await writeFile(join(workspace, 'README'), 'task\n');
+  });
 
-afterAll(async () => {
-  printAttackTable('sandbox escape attacks', outcomes);
-  for (const [p] of providers) await removeAllSandboxes(p);
-  await removeDirs(dirs);
-});
+  afterAll(async () => {
+    printAttackTable(`sandbox escape attacks (${f.name})`, outcomes);
+    for (const [p] of providers) await removeAllSandboxes(p);
+    await removeDirs(dirs);
+  });
 
-describe('sandbox escape attacks', () => {
   for (const a of attacks) {
     it(`${a.attack} → ${a.defence}`, async () => {
       const result = await a.run();

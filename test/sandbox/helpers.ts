@@ -1,7 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { BubblewrapProvider } from '../../sandbox/bubblewrap.js';
+import type { LocalSandboxProvider } from '../../sandbox/local-provider.js';
+import { baseImageRoot } from '../../sandbox/images/base.js';
+import { BASE_IMAGE, ImageError, type ImageRoot, type ImageStore } from '../../sandbox/images/types.js';
 
 /**
  * Host temp dirs live under /var/tmp, not /tmp: every sandbox has its own /tmp, so a fixture under
@@ -79,7 +81,22 @@ export function newFileDiff(path: string, content: string): string {
  * Removes every sandbox of `provider` (live, expired, half-made: their mounts and cgroups too) and
  * its now empty host directories, so a test leaves nothing on the host.
  */
-export async function removeAllSandboxes(provider: BubblewrapProvider): Promise<void> {
+export async function removeAllSandboxes(provider: LocalSandboxProvider): Promise<void> {
   await provider.sweepExpired(Number.MAX_SAFE_INTEGER);
   await provider.release();
+}
+
+/**
+ * An image store over images already unpacked on this host (layer directories, lowest first),
+ * by reference; the base image as `BASE_IMAGE`. For tests that need an image of their own.
+ */
+export class UnpackedImageStore implements ImageStore {
+  constructor(private readonly images: Record<string, ImageRoot>) {}
+
+  async resolve(reference: string): Promise<ImageRoot> {
+    const image = this.images[reference];
+    if (image) return image;
+    if (reference === BASE_IMAGE) return baseImageRoot();
+    throw new ImageError(`no image ${reference} in this store`, false);
+  }
 }
