@@ -10,7 +10,11 @@ export {
   defaultMountRoot,
   type BubblewrapProviderOptions,
 } from './bubblewrap.js';
-export { GVisorProvider, type GVisorProviderOptions } from './gvisor/provider.js';
+export {
+  GVisorNeedsCgroupsError,
+  GVisorProvider,
+  type GVisorProviderOptions,
+} from './gvisor/provider.js';
 export { FreezerUnavailableError, type ResourceControlKind } from './cgroups.js';
 export { DENIED_SYSCALLS_X86_64 } from './seccomp.js';
 export { FaultInjectingProvider, type FaultInjectionOptions } from './fault-injection.js';
