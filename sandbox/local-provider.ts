@@ -5,10 +5,10 @@
  * bubblewrap (`bubblewrap.ts`) or another one given to the constructor.
  *
  * Host layout: `<rootDir>/<id>/{base/, meta.json}`, shared workspace layers in
- * `<rootDir>/.layers/`, and mount points `<mountRoot>/<id>/{rw/, workspace/, root/}` (see
- * `layers.ts`). The sandbox's root is its image (`images`) under a per-sandbox overlay, never the
- * host's root; the only host paths it sees are its workspace and /tmp (both on its size-capped
- * tmpfs) and the read-only mounts of its spec.
+ * `<rootDir>/.layers/`, the sandbox's own mounts in `<mountRoot>/<id>/{rw/, workspace/}` (see
+ * `layers.ts`) and the shared read-only roots in `<mountRoot>/.roots/` (`shared-roots.ts`). The
+ * sandbox's root is its image (`images`), never the host's root; the only host paths it sees are
+ * its workspace and /tmp (both on its size-capped tmpfs) and the read-only mounts of its spec.
  */
 import { chmod, mkdir, readdir, readFile, realpath, rm, stat, statfs, writeFile } from 'node:fs/promises';
 import { join, posix, resolve } from 'node:path';
@@ -51,7 +51,9 @@ import {
   type ResourceControlKind,
   type ResourceControlOptions,
 } from './cgroups.js';
-import { layerPaths, mountLayers, unmountLayers, type LayerPaths } from './layers.js';
+import { layerPaths, mountLayers, unmountAllUnder, unmountLayers, type LayerPaths } from './layers.js';
+import { sharedMounter, type Mounter } from './mounter.js';
+import { SharedRoots, type RootPlan } from './shared-roots.js';
 import { infoOf, isSandboxId, readMeta, sandboxId, writeMeta, type SandboxMeta } from './meta.js';
 import type { RunningCommand } from './process.js';
 import type { SandboxBind, SandboxRunner, SandboxUser } from './runner.js';
@@ -111,8 +113,11 @@ const ROOT_OWNER_FILE = '.root';
 /** In a mount root: the empty stand-ins bound over hidden files and directories. */
 const EMPTY_FILE = '.empty';
 const EMPTY_DIR = '.empty-dir';
-/** In `rootDir`: the shared workspace layers. */
+/** In `rootDir`: the shared workspace layers, and the top layers of the shared roots. */
 const LAYERS_DIR = '.layers';
+const ROOT_LAYERS_DIR = '.root-layers';
+/** In a mount root: the shared roots. */
+const ROOTS_DIR = '.roots';
 
 /** The default `mountRoot` of a provider whose root directory is `rootDir`. */
 export function defaultMountRoot(rootDir: string): string {
@@ -149,6 +154,10 @@ export class LocalSandboxProvider implements SandboxProvider {
   private readonly defaultLimits: Required<SandboxLimits>;
   private readonly resourceControlOptions: ResourceControlOptions;
   private readonly workspaceLayers: WorkspaceLayerCache;
+  private readonly mounter: Mounter = sharedMounter();
+  private readonly roots: SharedRoots;
+  /** The provider's hidden paths as real paths, resolved on first use. */
+  private ownHiddenReal: Promise<string[]> | undefined;
   private resourceControlReady: Promise<ResourceControl> | undefined;
   /** Creates in flight in this process, by id: a concurrent retry joins the first. */
   private readonly creating = new Map<string, Promise<SandboxInfo>>();
@@ -178,6 +187,11 @@ export class LocalSandboxProvider implements SandboxProvider {
       rootDir: this.rootDir,
     };
     this.workspaceLayers = new WorkspaceLayerCache(join(this.rootDir, LAYERS_DIR), this.sandboxUser);
+    this.roots = new SharedRoots(
+      join(this.rootDir, ROOT_LAYERS_DIR),
+      join(this.mountRoot, ROOTS_DIR),
+      this.mounter,
+    );
   }
 
   /** How this provider enforces limits (`cgroup-v2`, `cgroup-v1` or `prlimit`). */
@@ -215,7 +229,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     ];
     const mountRoot = await this.prepareRoot();
     const masks = maskBinds({
-      hiddenPaths: await this.maskedPaths(meta.hiddenPaths ?? []),
+      hiddenPaths: [...(await this.ownHiddenPaths()), ...meta.hiddenPaths],
       binds: binds.filter((b) => !b.writable),
       emptyDir: join(mountRoot, EMPTY_DIR),
       emptyFile: join(mountRoot, EMPTY_FILE),
@@ -223,7 +237,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     });
     const run = this.runner.run({
       sandboxId: id,
-      rootDir: layers.root,
+      rootDir: await this.roots.root(meta.root),
       binds: [...binds, ...masks],
       // The image's environment is the base; the root is read-only, so HOME is the sandbox's /tmp.
       env: { PATH: DEFAULT_PATH, LANG: 'C.UTF-8', ...meta.image.env, HOME: SANDBOX_TMP, ...options.env },
@@ -405,9 +419,10 @@ export class LocalSandboxProvider implements SandboxProvider {
    * benchmarks. The provider prepares them again when it is used next.
    */
   async release(): Promise<void> {
-    const own = new Set([EMPTY_FILE, EMPTY_DIR, ROOT_OWNER_FILE]);
+    const own = new Set([EMPTY_FILE, EMPTY_DIR, ROOT_OWNER_FILE, ROOTS_DIR]);
     const entries = await readdir(this.mountRoot).catch(() => undefined);
     if (entries && entries.every((e) => own.has(e))) {
+      await this.roots.release();
       await rm(this.mountRoot, { recursive: true, force: true });
     }
     await (await this.rc()).release();
@@ -431,8 +446,8 @@ export class LocalSandboxProvider implements SandboxProvider {
   /** The sandbox's meta, or SandboxGoneError when it is missing, half-made or expired. */
   private async liveMeta(id: string): Promise<SandboxMeta> {
     const meta = isSandboxId(id) ? await readMeta(this.dir(id)) : undefined;
-    // No image: made by a provider version that showed the host root, unusable with this one.
-    if (!meta || meta.expiresAt <= Date.now() || !meta.image) throw new SandboxGoneError(id);
+    // No root: made by a provider version that showed the host root, unusable with this one.
+    if (!meta || meta.expiresAt <= Date.now() || !meta.root) throw new SandboxGoneError(id);
     return meta;
   }
 
@@ -451,12 +466,28 @@ export class LocalSandboxProvider implements SandboxProvider {
     }
     const reference = spec.image ?? BASE_IMAGE;
     const image = await this.resolveImage(reference);
-    // Expired or half-made: what is there is of no use to this create.
-    await this.remove(id);
+    // Expired or half-made: what is there is of no use to this create. (A cgroup left without
+    // either is the sweep's; creating the group again reuses it.)
+    if ((await exists(dir)) || (await exists(this.mountDir(id)))) await this.remove(id);
     await this.checkQuota(id);
     const limits = this.limitsOf(spec.limits);
     await this.prepareRoot();
-    const layers = this.layers(id);
+    const root: RootPlan = {
+      imageLayers: image.layers,
+      mountPoints: [
+        { path: '/proc', file: false },
+        { path: '/dev', file: false },
+        { path: SANDBOX_TMP, file: false },
+        { path: WORKSPACE, file: false },
+        ...(await Promise.all(
+          readOnlyMounts.map(async (m) => ({
+            path: m.sandboxPath,
+            file: !(await stat(m.hostPath)).isDirectory(),
+          })),
+        )),
+      ],
+      link: spec.workspaceLink ? { path: spec.workspaceLink, target: WORKSPACE } : undefined,
+    };
     const source = { workspaceDir, initGitRepo: spec.initGitRepo ?? true };
     try {
       await mkdir(dir);
@@ -464,28 +495,15 @@ export class LocalSandboxProvider implements SandboxProvider {
         ? await this.workspaceLayers.layer(spec.workspaceKey, source)
         : join(dir, 'base');
       if (!spec.workspaceKey) await prepareWorkspace(source, workspaceLower, this.sandboxUser);
-      await (await this.rc()).create(id, this.hostLimits(limits));
-      await mountLayers(layers, {
-        diskBytes: limits.diskBytes,
-        user: this.sandboxUser,
-        workspaceLower,
-        root: {
-          imageLayers: image.layers,
-          mountPoints: [
-            { path: '/proc', file: false },
-            { path: '/dev', file: false },
-            { path: SANDBOX_TMP, file: false },
-            { path: WORKSPACE, file: false },
-            ...(await Promise.all(
-              readOnlyMounts.map(async (m) => ({
-                path: m.sandboxPath,
-                file: !(await stat(m.hostPath)).isDirectory(),
-              })),
-            )),
-          ],
-          link: spec.workspaceLink ? { path: spec.workspaceLink, target: WORKSPACE } : undefined,
-        },
-      });
+      await Promise.all([
+        (await this.rc()).create(id, this.hostLimits(limits)),
+        this.roots.root(root),
+        mountLayers(this.mounter, this.layers(id), {
+          diskBytes: limits.diskBytes,
+          user: this.sandboxUser,
+          workspaceLower,
+        }),
+      ]);
     } catch (err) {
       await this.remove(id).catch(() => undefined);
       if (err instanceof SandboxError) throw err;
@@ -503,8 +521,9 @@ export class LocalSandboxProvider implements SandboxProvider {
       createdAt,
       expiresAt: createdAt + (spec.ttlMs ?? this.defaultTtlMs),
       image: { reference, digest: image.digest, env: image.env },
+      root,
       readOnlyMounts,
-      hiddenPaths: (spec.hiddenPaths ?? []).map((p) => resolve(p)),
+      hiddenPaths: await realPaths(spec.hiddenPaths ?? []),
       limits,
     };
     await writeMeta(dir, meta);
@@ -610,14 +629,18 @@ export class LocalSandboxProvider implements SandboxProvider {
     this.removing.add(id);
     try {
       const rc = await this.rc();
-      await rc.thaw(id).catch(() => undefined);
       const runs = [...(this.running.get(id) ?? [])];
       for (const run of runs) run.kill();
       await Promise.allSettled(runs.map((run) => run.done));
-      await rc.killAll(id);
-      await unmountLayers(this.mountDir(id));
+      // Kills what is left in the group (other processes' commands) before removing it.
       await rc.remove(id);
-      await rm(this.mountDir(id), { recursive: true, force: true, maxRetries: 3 });
+      const mountDir = this.mountDir(id);
+      await unmountLayers(this.mounter, this.layers(id));
+      await rm(mountDir, { recursive: true, force: true }).catch(async () => {
+        // Mounts of another layout under it: unmount whatever is there, then remove.
+        await unmountAllUnder(this.mounter, mountDir);
+        await rm(mountDir, { recursive: true, force: true, maxRetries: 3 });
+      });
       await rm(this.dir(id), { recursive: true, force: true, maxRetries: 3 });
     } finally {
       this.removing.delete(id);
@@ -673,10 +696,20 @@ export class LocalSandboxProvider implements SandboxProvider {
     return this.rootReady;
   }
 
-  /** The hidden paths and rootDir as real paths, so a symlinked data dir is masked where it lives. */
-  private async maskedPaths(extra: string[]): Promise<string[]> {
-    return Promise.all(
-      [this.rootDir, this.mountRoot, ...this.hiddenPaths, ...extra].map((p) => realpath(p).catch(() => p)),
-    );
+  /** rootDir, mountRoot and the provider's hidden paths as real paths (a symlinked data dir is hidden where it lives). */
+  private ownHiddenPaths(): Promise<string[]> {
+    this.ownHiddenReal ??= realPaths([this.rootDir, this.mountRoot, ...this.hiddenPaths]);
+    return this.ownHiddenReal;
   }
+}
+
+function realPaths(paths: string[]): Promise<string[]> {
+  return Promise.all(paths.map((p) => realpath(resolve(p)).catch(() => resolve(p))));
+}
+
+function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
 }

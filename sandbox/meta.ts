@@ -6,6 +6,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SandboxInfo, SandboxLimits } from './provider.js';
+import type { RootPlan } from './shared-roots.js';
 
 export interface SandboxMeta {
   version: 1;
@@ -16,9 +17,11 @@ export interface SandboxMeta {
   expiresAt: number;
   /** The image its root is made of; `env` is the base of every exec's environment. */
   image: { reference: string; digest: string; env: Record<string, string> };
+  /** What its (shared) root is made of. */
+  root: RootPlan;
   readOnlyMounts: { hostPath: string; sandboxPath: string }[];
-  /** Host paths masked in this sandbox besides the provider's; absent in older metadata. */
-  hiddenPaths?: string[];
+  /** Host paths (real paths) masked in this sandbox besides the provider's. */
+  hiddenPaths: string[];
   /** The limits in force, every default filled in. */
   limits: Required<SandboxLimits>;
   /** Frozen by `pause` until `resume`. */

@@ -155,7 +155,7 @@ describe('BubblewrapProvider limits and lifetimes', () => {
     const mountDir = join(defaultMountRoot(rootDir), info.id);
     // As if the host crashed while removing it: its record is gone, its mounts and cgroup are not.
     await rm(join(rootDir, info.id), { recursive: true, force: true });
-    expect(await mountsUnder(mountDir)).toHaveLength(3); // tmpfs, workspace, root
+    expect(await mountsUnder(mountDir)).toHaveLength(2); // tmpfs, workspace
     expect(existsSync(await cgroupFile(info.id, 'pids', ''))).toBe(true);
     await provider.sweepExpired();
     expect(await mountsUnder(mountDir)).toEqual([]);
@@ -169,7 +169,7 @@ describe('BubblewrapProvider limits and lifetimes', () => {
     const info = await gone.create({ idempotencyKey: key(), workspaceDir: workspace });
     const goneMounts = defaultMountRoot(goneRoot);
     await rm(goneRoot, { recursive: true, force: true });
-    expect(await mountsUnder(join(goneMounts, info.id))).toHaveLength(3);
+    expect(await mountsUnder(join(goneMounts, info.id))).toHaveLength(2);
     // Another provider's periodic sweep (the janitor's) finds the abandoned mount root.
     await provider.sweepExpired();
     expect(await mountsUnder(join(goneMounts, info.id))).toEqual([]);
