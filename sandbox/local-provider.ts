@@ -479,6 +479,7 @@ export class LocalSandboxProvider implements SandboxProvider {
         { path: '/dev', file: false },
         { path: SANDBOX_TMP, file: false },
         { path: WORKSPACE, file: false },
+        ...(this.runner.mountPoints ?? []),
         ...(await Promise.all(
           readOnlyMounts.map(async (m) => ({
             path: m.sandboxPath,

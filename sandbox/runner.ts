@@ -69,6 +69,11 @@ export interface SandboxRunner {
    * are host tasks) needs room for it there, and enforces the sandbox's limit itself.
    */
   hostLimits?(limits: Required<SandboxLimits>): Required<SandboxLimits>;
+  /**
+   * Sandbox paths the runner binds on its own (a library it preloads): the lifecycle makes them
+   * mount points in every root, as the runner cannot in a shared read-only root. Default none.
+   */
+  readonly mountPoints?: readonly { path: string; file: boolean }[];
   /** Removes the runner's own host directories once no run is left in them (process exit). */
   release?(): Promise<void>;
 }

@@ -253,6 +253,7 @@ class GVisorRun implements RunningCommand {
 
 export class GVisorRunner implements SandboxRunner {
   readonly name = 'gvisor';
+  readonly mountPoints: readonly { path: string; file: boolean }[];
   private readonly ctx: RunContext;
   private readonly stateDir: string;
   private readonly cc: string;
@@ -266,6 +267,7 @@ export class GVisorRunner implements SandboxRunner {
     this.stateDir = options.stateDir ?? '/run/agent-rollout-gvisor';
     this.cc = options.cc ?? 'cc';
     this.useShim = options.statxShim ?? true;
+    this.mountPoints = this.useShim ? [{ path: STATX_SHIM_SANDBOX_PATH, file: true }] : [];
     const state = new RunscState(this.stateDir, runscPath);
     this.ctx = {
       runscPath,
