@@ -183,7 +183,16 @@ class GVisorRun implements RunningCommand {
 
   private spawnRunsc(): Promise<RunOutcome> {
     const { request } = this;
-    const [command, ...prefix] = [...request.launcher, this.ctx.runscPath];
+    // runsc dies with this process (its Sentry is attached to it and dies too), as bwrap does
+    // with --die-with-parent: a crashed worker leaves no command running.
+    const [command, ...prefix] = [
+      ...request.launcher,
+      'setpriv',
+      '--pdeathsig',
+      'KILL',
+      '--',
+      this.ctx.runscPath,
+    ];
     const child = spawn(
       command!,
       [

@@ -2,12 +2,13 @@
  * The gVisor provider: the shared host-side lifecycle with every command under its own Sentry.
  * Real runsc (ptrace platform), real cgroups, real images; no part is stood in for.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { release } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bridgedBaseUrl, bridgedCommand, forwarderMount, startGatewayBridge } from '../../sandbox/bridge.js';
 import { rootKeyOf } from '../../sandbox/cgroups.js';
@@ -22,6 +23,7 @@ import {
 import { hostProcessesMatching, removeDirs, tempDir, writeTree } from './helpers.js';
 
 const MiB = 1024 * 1024;
+const CRASH_CHILD = fileURLToPath(new URL('../helpers/gvisor-child.ts', import.meta.url));
 const dirs: string[] = [];
 let rootDir: string;
 let stateDir: string;
@@ -29,8 +31,14 @@ let workspace: string;
 let provider: GVisorProvider;
 let n = 0;
 
-const until = async (check: () => Promise<boolean>): Promise<void> => {
-  while (!(await check())) await new Promise((r) => setTimeout(r, 20));
+/** Waits for `check`; fails at once if one of the `running` commands ends first. */
+const until = async (check: () => Promise<boolean>, ...running: Promise<unknown>[]): Promise<void> => {
+  let ended = false;
+  for (const r of running) r.then(() => (ended = true), () => (ended = true));
+  while (!(await check())) {
+    if (ended) throw new Error('a command ended before the condition held');
+    await new Promise((r) => setTimeout(r, 20));
+  }
 };
 
 const sandbox = (limits: SandboxLimits = {}, extra = {}): Promise<SandboxInfo> =>
@@ -123,7 +131,7 @@ describe('GVisorProvider', () => {
     const written = provider
       .exec(s.id, { shell: 'echo early > /tmp/early; sleep 30' })
       .catch((e: unknown) => e);
-    await until(async () => existsSync(join(provider.tmpHostDir(s.id), 'early')));
+    await until(async () => existsSync(join(provider.tmpHostDir(s.id), 'early')), written);
     await provider.destroy(s.id);
     expect(await written).toBeInstanceOf(SandboxGoneError);
     expect(await provider.status(s.id)).toBe('gone');
@@ -148,6 +156,29 @@ describe('GVisorProvider', () => {
     await provider.destroy(s.id);
   });
 
+  it('leaves nothing running when its worker dies mid-command; the next worker sweeps its runsc state', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', CRASH_CHILD, rootDir, stateDir, workspace], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const line = await new Promise<string>((resolve) => child.stdout.once('data', (d: Buffer) => resolve(d.toString())));
+    const { id, tmp } = JSON.parse(line) as { id: string; tmp: string };
+    await until(async () => existsSync(join(tmp, 'running')));
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await exited;
+    // runsc dies with its parent, and its Sentry with it.
+    await until(async () => (await runscProcesses(id)).length === 0);
+    const deadDir = join(stateDir, String(child.pid));
+    expect(existsSync(deadDir)).toBe(true);
+    // The next worker's first run deletes what the dead one left in runsc's state.
+    const next = new GVisorProvider({ rootDir, stateDir });
+    const s = await next.create({ idempotencyKey: `gvisor-next-${process.pid}`, workspaceDir: workspace });
+    await next.exec(s.id, ['true']);
+    expect(existsSync(deadDir)).toBe(false);
+    await next.destroy(s.id);
+    await next.destroy(id);
+  });
+
   it('bounds the output it keeps', async () => {
     const s = await sandbox();
     const r = await provider.exec(
@@ -170,7 +201,7 @@ describe('GVisorProvider', () => {
     const sentries = async (): Promise<number> =>
       (await runscProcesses(s.id)).filter((p) => p.includes('runsc-sandbox')).length;
     // Both commands are running, each in a Sentry (a kernel) of its own.
-    await until(async () => (await sentries()) === 2);
+    await until(async () => (await sentries()) === 2, waiter, writer);
     await writeFile(join(provider.tmpHostDir(s.id), 'go'), '');
     expect((await waiter).stdout).toBe('from-the-other\n');
     expect((await writer).exitCode).toBe(0);
@@ -226,7 +257,7 @@ except OSError as e:
     const s = await sandbox({ cpus: 0.5 });
     const running = provider.exec(s.id, ['sleep', '30']).catch((e: unknown) => e);
     const procs = await cgroupFile(s.id, 'cpu', 'cgroup.procs');
-    await until(async () => (await runscProcesses(s.id)).some((p) => p.includes('runsc-sandbox')));
+    await until(async () => (await runscProcesses(s.id)).some((p) => p.includes('runsc-sandbox')), running);
     const inGroup = (await readFile(procs, 'utf8')).split('\n').filter(Boolean);
     const sentry = (await runscProcesses(s.id)).find((p) => p.includes('runsc-sandbox'))!;
     expect(inGroup).toContain(sentry.split(':')[0]);
@@ -243,7 +274,7 @@ except OSError as e:
     const loop = provider
       .exec(s.id, { shell: 'i=0; while :; do i=$((i+1)); echo $i > /tmp/count; sleep 0.02; done' })
       .catch((e: unknown) => e);
-    await until(async () => existsSync(counter));
+    await until(async () => existsSync(counter), loop);
     await provider.pause(s.id);
     expect(await provider.status(s.id)).toBe('paused');
     await expect(provider.exec(s.id, ['true'])).rejects.toBeInstanceOf(SandboxPausedError);
