@@ -3,7 +3,8 @@
  *
  *   npm run bench:sandbox
  *
- * 1. create + exec (`true`) + destroy latency, p50 and p99, sequentially;
+ * 1. create + exec (`true`) + destroy latency, p50 and p99, sequentially, against a bare
+ *    `bwrap ... true` over the same (base image) root in interleaved rounds, and their ratio;
  * 2. the most sandboxes held at once: idle sandboxes created until a create fails, the cap or
  *    the time budget, then all destroyed (time per create and per destroy at that scale);
  * 3. memory per sandbox: per idle sandbox (host MemAvailable drop / count, and the charge of its
@@ -25,10 +26,12 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BubblewrapProvider } from '../sandbox/bubblewrap.js';
+import { baseImageRoot } from '../sandbox/images/base.js';
 import { rootKeyOf } from '../sandbox/cgroups.js';
-import type { SandboxInfo } from '../sandbox/provider.js';
+import type { SandboxInfo, SandboxProvider } from '../sandbox/provider.js';
 import { builtinPackDir, loadTaskPack } from '../tasks/loader.js';
 import { evaluateReward } from '../tasks/reward/index.js';
+import { workspaceKeyOf } from '../tasks/workspace-key.js';
 import { benchGVisor } from './sandbox-gvisor.js';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
@@ -68,6 +71,54 @@ async function cgroupPids(rootDir: string, id: string): Promise<string[]> {
   return text.split('\n').filter(Boolean);
 }
 
+/**
+ * Section 1: create + exec(`true`) + destroy against a bare bwrap over the base image's root (no
+ * cgroup, user switch, filter or overlays), one of each per round so that load from elsewhere on
+ * the host hits both alike. The image and the workspace layer are warm (one create first).
+ */
+async function createExecDestroyVsBareBwrap(
+  provider: SandboxProvider,
+  create: () => Promise<SandboxInfo>,
+): Promise<void> {
+  const [rootfs] = (await baseImageRoot()).layers;
+  const bareArgs = ['--unshare-all', '--ro-bind', rootfs!, '/', '--proc', '/proc', '--dev', '/dev', 'true'];
+  await provider.destroy((await create()).id);
+  const phases = {
+    create: [] as number[],
+    exec: [] as number[],
+    destroy: [] as number[],
+    total: [] as number[],
+  };
+  const bare: number[] = [];
+  for (let i = 0; i < LATENCY_RUNS; i++) {
+    const t0 = performance.now();
+    const info = await create();
+    const t1 = performance.now();
+    await provider.exec(info.id, ['true']);
+    const t2 = performance.now();
+    await provider.destroy(info.id);
+    const t3 = performance.now();
+    phases.create.push(t1 - t0);
+    phases.exec.push(t2 - t1);
+    phases.destroy.push(t3 - t2);
+    phases.total.push(t3 - t0);
+    const b0 = performance.now();
+    await execFileAsync('bwrap', bareArgs);
+    bare.push(performance.now() - b0);
+  }
+  bare.sort((a, b) => a - b);
+  const [bare50, bare99] = [quantile(bare, 0.5), quantile(bare, 0.99)];
+  console.log(`\n## create + exec + destroy, ${LATENCY_RUNS} interleaved rounds`);
+  console.log(`bare     p50 ${ms(bare50).padStart(9)}   p99 ${ms(bare99).padStart(9)}   (\`bwrap --unshare-all --ro-bind <base image root> / ... true\`)`);
+  for (const [name, xs] of Object.entries(phases)) {
+    xs.sort((a, b) => a - b);
+    const [p50, p99] = [quantile(xs, 0.5), quantile(xs, 0.99)];
+    console.log(
+      `${name.padEnd(8)} p50 ${ms(p50).padStart(9)}   p99 ${ms(p99).padStart(9)}   / bare: p50 ${(p50 / bare50).toFixed(2)}x, p99 ${(p99 / bare99).toFixed(2)}x`,
+    );
+  }
+}
+
 async function main(): Promise<void> {
   // 0700, like most data directories: the provider must cope.
   const scratch = await mkdtemp('/var/tmp/agent-rollout-bench-');
@@ -78,61 +129,14 @@ async function main(): Promise<void> {
   );
   if (!task) throw new Error(`no task ${TASK} in the built-in pack`);
   const workspaceDir = task.workspace.kind === 'dir' ? task.workspace.path : '';
+  const workspaceKey = await workspaceKeyOf(workspaceDir);
   let n = 0;
   const create = (): Promise<SandboxInfo> =>
-    provider.create({ idempotencyKey: `bench-${n++}`, workspaceDir });
+    provider.create({ idempotencyKey: `bench-${n++}`, workspaceDir, workspaceKey });
   console.log(`# bench:sandbox (${await provider.resourceControl()}, workspace ${TASK})`);
 
   try {
-    // 1. Latency.
-    const phases = {
-      create: [] as number[],
-      exec: [] as number[],
-      destroy: [] as number[],
-      total: [] as number[],
-    };
-    for (let i = 0; i < LATENCY_RUNS; i++) {
-      const t0 = performance.now();
-      const info = await create();
-      const t1 = performance.now();
-      await provider.exec(info.id, ['true']);
-      const t2 = performance.now();
-      await provider.destroy(info.id);
-      const t3 = performance.now();
-      phases.create.push(t1 - t0);
-      phases.exec.push(t2 - t1);
-      phases.destroy.push(t3 - t2);
-      phases.total.push(t3 - t0);
-    }
-    // Baseline in the same process: a bare bwrap with no mounts, limits, user switch or filter.
-    const bare: number[] = [];
-    for (let i = 0; i < LATENCY_RUNS; i++) {
-      const t0 = performance.now();
-      await execFileAsync('bwrap', [
-        '--unshare-all',
-        '--ro-bind',
-        '/',
-        '/',
-        '--proc',
-        '/proc',
-        '--dev',
-        '/dev',
-        'true',
-      ]);
-      bare.push(performance.now() - t0);
-    }
-    bare.sort((a, b) => a - b);
-    console.log(`\n## create + exec + destroy, ${LATENCY_RUNS} sequential runs`);
-    console.log(
-      `baseline: bare \`bwrap --unshare-all ... true\` p50 ${ms(quantile(bare, 0.5))}, p99 ${ms(quantile(bare, 0.99))}`,
-    );
-    for (const [name, xs] of Object.entries(phases)) {
-      xs.sort((a, b) => a - b);
-      const p50 = quantile(xs, 0.5);
-      console.log(
-        `${name.padEnd(8)} p50 ${ms(p50).padStart(9)}   p99 ${ms(quantile(xs, 0.99)).padStart(9)}   p50 / bare bwrap ${(p50 / quantile(bare, 0.5)).toFixed(1)}x`,
-      );
-    }
+    await createExecDestroyVsBareBwrap(provider, create);
 
     // 2 and 3a. Idle sandboxes held at once.
     const memBefore = await memAvailable();
@@ -189,7 +193,7 @@ async function main(): Promise<void> {
     );
     console.log(`\n## memory per sandbox`);
     console.log(
-      `idle        ${mib(idleDrop / held.length)} of host MemAvailable (noisy on a shared host), ${mib(idleCharge / held.length)} charged to its cgroup, ${mib(diskPerSandbox)} on disk (its prepared copy)`,
+      `idle        ${mib(idleDrop / held.length)} of host MemAvailable (noisy on a shared host), ${mib(idleCharge / held.length)} charged to its cgroup, ${mib(diskPerSandbox)} on disk (its record; the workspace layer is shared)`,
     );
     console.log(
       `with a process (sleep), ${busy.length} sandboxes: PSS of bwrap + command ${mib(busyPss / busy.length)}, cgroup charge ${mib(busyCharge / busy.length)}`,

@@ -3,9 +3,9 @@
  *
  * Host side, a Unix socket per sandbox, placed in the directory the sandbox sees as `/tmp`, proxies
  * every connection to the TCP address of the session's gateway replica (rendezvous hash of the
- * session id, the next replica when one refuses the connection). Inside the sandbox, `bridge/forwarder.mjs` (run
- * with the host's node, mounted read-only) listens on `127.0.0.1:<port>` and forwards to that
- * socket. Every bubblewrap exec has its own network namespace, so the forwarder wraps the agent
+ * session id, the next replica when one refuses the connection). Inside the sandbox,
+ * `bridge/forwarder.mjs` (mounted read-only, run with the agent sidecar's own Node runtime, so the
+ * image needs no node) listens on `127.0.0.1:<port>` and forwards to that socket. Every bubblewrap exec has its own network namespace, so the forwarder wraps the agent
  * command and runs in the same exec (see `bridgedCommand`).
  */
 import { chmod, mkdir, rm } from 'node:fs/promises';
@@ -18,6 +18,20 @@ import { GATEWAY_OUTAGE_DEFAULT_MS } from '../gateway/client/outage.js';
 
 /** Where the forwarder script is mounted read-only in every black-box agent's sandbox. */
 export const BRIDGE_SANDBOX_DIR = '/opt/agent-bridge';
+/**
+ * The sandbox path of the agent sidecar's self-contained Node runtime (`scripts/install-agents.sh`
+ * puts it in `.tools/agents/runtime`, mounted with the sidecar at `/opt/agents`): the host's node
+ * with the libraries and loader it was linked with, run through that loader, so it works in an
+ * image without node or with another C library.
+ */
+export const BRIDGE_NODE_DIR = '/opt/agents/runtime';
+const BRIDGE_NODE = [
+  `${BRIDGE_NODE_DIR}/lib/ld.so`,
+  '--library-path',
+  `${BRIDGE_NODE_DIR}/lib`,
+  `${BRIDGE_NODE_DIR}/bin/node`,
+];
+
 /** The port the agent sees the gateway on, `http://127.0.0.1:<port>`. */
 export const BRIDGE_PORT = 18080;
 /** The socket's directory relative to the sandbox's `/tmp`. */
@@ -198,15 +212,16 @@ export async function startGatewayBridge(options: GatewayBridgeOptions): Promise
 
 /**
  * The agent's argv wrapped by the forwarder: it listens on `127.0.0.1:<port>`, runs the agent, and
- * exits with the agent's status.
+ * exits with the agent's status. Options: `port` (default `BRIDGE_PORT`); `node`, the argv that
+ * runs node in the sandbox (default: the sidecar's runtime under `BRIDGE_NODE_DIR`).
  */
 export function bridgedCommand(
   argv: string[],
   bridge: Pick<GatewayBridge, 'sandboxSocketPath'>,
-  options: { port?: number; nodePath?: string } = {},
+  options: { port?: number; node?: string[] } = {},
 ): string[] {
   return [
-    options.nodePath ?? '/usr/bin/node',
+    ...(options.node ?? BRIDGE_NODE),
     `${BRIDGE_SANDBOX_DIR}/forwarder.mjs`,
     String(options.port ?? BRIDGE_PORT),
     bridge.sandboxSocketPath,

@@ -3,7 +3,7 @@
  * provider that can exec gets them.
  *
  * Paths are resolved inside the sandbox, where a symlink can only lead to what the sandbox itself
- * can see (the read-only host root with the hidden paths masked); on top of that the resolved
+ * can see (its image's root and its own mounts); on top of that the resolved
  * path must stay under /workspace, so a symlink planted by the agent cannot redirect a read or a
  * write anywhere else.
  */

@@ -1,6 +1,7 @@
 import { BubblewrapProvider } from './bubblewrap.js';
 import { FaultInjectingProvider } from './fault-injection.js';
 import { GVisorProvider } from './gvisor/provider.js';
+import type { ImageStore } from './images/types.js';
 import type { SandboxLimits, SandboxProvider } from './provider.js';
 
 export * from './provider.js';
@@ -15,6 +16,10 @@ export {
   GVisorProvider,
   type GVisorProviderOptions,
 } from './gvisor/provider.js';
+export { LocalSandboxProvider, type LocalSandboxProviderOptions } from './local-provider.js';
+export type { RunRequest, SandboxBind, SandboxRunner, SandboxUser } from './runner.js';
+export { BubblewrapRunner, type BubblewrapRunnerOptions } from './bwrap-runner.js';
+export { BaseImageOnlyStore } from './images/base-only.js';
 export { FreezerUnavailableError, type ResourceControlKind } from './cgroups.js';
 export { DENIED_SYSCALLS_X86_64 } from './seccomp.js';
 export { FaultInjectingProvider, type FaultInjectionOptions } from './fault-injection.js';
@@ -29,8 +34,13 @@ export interface SandboxProviderConfig {
   provider: 'bubblewrap' | 'gvisor';
   /** Host directory holding the sandboxes, e.g. `<dataDir>/sandboxes`. Required. */
   rootDir: string;
-  /** Host paths masked inside every sandbox (data dir, task pack). Default: none. */
+  /**
+   * Host paths masked in every sandbox wherever a read-only mount shows them (the data dir, the
+   * project); the root is an image, so nothing else of the host is visible. Default: none.
+   */
   hiddenPaths?: string[];
+  /** Where sandbox images come from. Default: the base image only (`BaseImageOnlyStore`). */
+  images?: ImageStore;
   /** Probability (0..1) that `create` fails on purpose; > 0 wraps the provider. Default 0. */
   createFailureRate?: number;
   /** Seed of the fault injection. Default 0. */
@@ -47,6 +57,7 @@ export function createSandboxProvider(config: SandboxProviderConfig): SandboxPro
   const options = {
     rootDir: config.rootDir,
     hiddenPaths: config.hiddenPaths,
+    images: config.images,
     maxSandboxes: config.maxSandboxes,
     defaultTtlMs: config.defaultTtlMs,
     defaultLimits: config.defaultLimits,

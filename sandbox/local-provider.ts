@@ -35,15 +35,7 @@ import {
   uploadTarViaExec,
   writeFileViaExec,
 } from './files.js';
-import {
-  checkSandboxPath,
-  isUnder,
-  maskBinds,
-  reachableBy,
-  readableBy,
-  SANDBOX_TMP,
-  WORKSPACE,
-} from './mounts.js';
+import { maskBinds, reachableBy, SANDBOX_TMP, WORKSPACE } from './mounts.js';
 import {
   detectResourceControl,
   rootKeyOf,
@@ -54,6 +46,7 @@ import {
 import { layerPaths, mountLayers, unmountAllUnder, unmountLayers, type LayerPaths } from './layers.js';
 import { sharedMounter, type Mounter } from './mounter.js';
 import { SharedRoots, type RootPlan } from './shared-roots.js';
+import { checkSpec, limitsOf, rootPlanOf } from './spec-check.js';
 import { infoOf, isSandboxId, readMeta, sandboxId, writeMeta, type SandboxMeta } from './meta.js';
 import type { RunningCommand } from './process.js';
 import type { SandboxBind, SandboxRunner, SandboxUser } from './runner.js';
@@ -138,8 +131,6 @@ const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
 const SHM_BYTES = 64 * 1024 * 1024;
 /** PATH of an image that sets none. */
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
-
-type ReadOnlyMount = { hostPath: string; sandboxPath: string };
 
 export class LocalSandboxProvider implements SandboxProvider {
   readonly name: string;
@@ -453,7 +444,7 @@ export class LocalSandboxProvider implements SandboxProvider {
 
   private async createOnce(id: string, spec: SandboxSpec): Promise<SandboxInfo> {
     const workspaceDir = resolve(spec.workspaceDir);
-    const readOnlyMounts = await this.checkSpec(workspaceDir, spec);
+    const readOnlyMounts = await checkSpec(workspaceDir, spec, this.sandboxUser);
     const dir = this.dir(id);
     const existing = await readMeta(dir);
     if (existing && existing.expiresAt > Date.now()) {
@@ -470,24 +461,13 @@ export class LocalSandboxProvider implements SandboxProvider {
     // either is the sweep's; creating the group again reuses it.)
     if ((await exists(dir)) || (await exists(this.mountDir(id)))) await this.remove(id);
     await this.checkQuota(id);
-    const limits = this.limitsOf(spec.limits);
+    const limits = limitsOf(spec.limits, this.defaultLimits);
     await this.prepareRoot();
+    const planned = await rootPlanOf(image, readOnlyMounts, spec.workspaceLink);
+    // The runner's own bind targets (gVisor's preloaded shim) are mount points of the root too.
     const root: RootPlan = {
-      imageLayers: image.layers,
-      mountPoints: [
-        { path: '/proc', file: false },
-        { path: '/dev', file: false },
-        { path: SANDBOX_TMP, file: false },
-        { path: WORKSPACE, file: false },
-        ...(this.runner.mountPoints ?? []),
-        ...(await Promise.all(
-          readOnlyMounts.map(async (m) => ({
-            path: m.sandboxPath,
-            file: !(await stat(m.hostPath)).isDirectory(),
-          })),
-        )),
-      ],
-      link: spec.workspaceLink ? { path: spec.workspaceLink, target: WORKSPACE } : undefined,
+      ...planned,
+      mountPoints: [...planned.mountPoints, ...(this.runner.mountPoints ?? [])],
     };
     const source = { workspaceDir, initGitRepo: spec.initGitRepo ?? true };
     try {
@@ -544,65 +524,9 @@ export class LocalSandboxProvider implements SandboxProvider {
     }
   }
 
-  /** Validates the spec; returns the read-only mounts with absolute host paths. */
-  private async checkSpec(workspaceDir: string, spec: SandboxSpec): Promise<ReadOnlyMount[]> {
-    const isDir = await stat(workspaceDir).then(
-      (s) => s.isDirectory(),
-      () => false,
-    );
-    if (!isDir)
-      throw new InvalidSandboxSpecError(`workspaceDir is not a directory: ${workspaceDir}`);
-    if ((spec.hiddenPaths ?? []).some((p) => resolve(p) === '/'))
-      throw new InvalidSandboxSpecError('cannot hide the whole root');
-    if (spec.workspaceKey !== undefined && spec.workspaceKey === '')
-      throw new InvalidSandboxSpecError('workspaceKey must not be empty');
-    const mounts = (spec.readOnlyMounts ?? []).map((m) => ({
-      hostPath: resolve(m.hostPath),
-      sandboxPath: m.sandboxPath,
-    }));
-    const own = [WORKSPACE, SANDBOX_TMP];
-    for (const m of mounts) {
-      checkSandboxPath(m.sandboxPath);
-      if (own.some((p) => isUnder(m.sandboxPath, p) || isUnder(p, m.sandboxPath))) {
-        throw new InvalidSandboxSpecError(`cannot mount over ${m.sandboxPath}`);
-      }
-      const exists = await stat(m.hostPath).then(
-        () => true,
-        () => false,
-      );
-      if (!exists)
-        throw new InvalidSandboxSpecError(`read-only mount source is missing: ${m.hostPath}`);
-      if (!readableBy(m.hostPath, this.sandboxUser)) {
-        throw new InvalidSandboxSpecError(
-          `read-only mount source is not readable by the sandbox user: ${m.hostPath}`,
-        );
-      }
-    }
-    if (spec.workspaceLink !== undefined) {
-      const link = spec.workspaceLink;
-      checkSandboxPath(link);
-      const taken = [...own, ...mounts.map((m) => m.sandboxPath)];
-      if (taken.some((p) => isUnder(p, link) || isUnder(link, p))) {
-        throw new InvalidSandboxSpecError(`workspaceLink ${link} overlaps a mount`);
-      }
-    }
-    return mounts;
-  }
-
   /** What the sandbox's cgroup enforces: its limits, as its runner needs them on the host. */
   private hostLimits(limits: Required<SandboxLimits>): Required<SandboxLimits> {
     return this.runner.hostLimits?.(limits) ?? limits;
-  }
-
-  private limitsOf(limits: SandboxLimits = {}): Required<SandboxLimits> {
-    const merged = { ...this.defaultLimits };
-    for (const [k, v] of Object.entries(limits) as [keyof SandboxLimits, number | undefined][]) {
-      if (v === undefined) continue;
-      if (!(Number.isFinite(v) && v > 0))
-        throw new InvalidSandboxSpecError(`limits.${k} must be > 0`);
-      merged[k] = v;
-    }
-    return merged;
   }
 
   /** Counts every sandbox directory and create in flight; sweeps once before refusing. */

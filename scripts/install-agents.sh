@@ -4,6 +4,10 @@
 # skips what is already at the pinned version.
 #   .tools/agents/npm   OpenCode and Claude Code (npm, exact versions)
 #   .tools/agents/venv  mini-swe-agent (PyPI), on the system Python so the venv works in a sandbox
+#                       whose image is the base image (another image's python3 may not run it)
+#   .tools/agents/runtime  the host's node with the shared libraries and dynamic loader it links,
+#                       for the gateway bridge's forwarder in images without node or with another
+#                       glibc: run as runtime/lib/ld.so --library-path runtime/lib runtime/bin/node
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,5 +49,23 @@ else
   rm -rf "$PREFIX/venv"
   "$PYTHON" -m venv "$PREFIX/venv"
   "$PREFIX/venv/bin/pip" install --quiet --disable-pip-version-check "mini-swe-agent==$MINI_SWE_AGENT_VERSION"
+fi
+RUNTIME=$PREFIX/runtime
+NODE_BIN=$(readlink -f "$(command -v node)")
+runtime_node() { "$RUNTIME/lib/ld.so" --library-path "$RUNTIME/lib" "$RUNTIME/bin/node" "$@"; }
+if [ -x "$RUNTIME/bin/node" ] && [ "$(runtime_node --version 2>/dev/null)" = "$("$NODE_BIN" --version)" ]; then
+  say "node runtime $("$NODE_BIN" --version) already installed"
+else
+  say "installing node runtime $("$NODE_BIN" --version) from $NODE_BIN"
+  rm -rf "$RUNTIME.tmp"
+  mkdir -p "$RUNTIME.tmp/bin" "$RUNTIME.tmp/lib"
+  cp "$NODE_BIN" "$RUNTIME.tmp/bin/node"
+  # `lib => /path (addr)` lines are the libraries; the line that starts with a path is the loader.
+  ldd "$NODE_BIN" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | xargs -r cp -L -t "$RUNTIME.tmp/lib"
+  cp -L "$(ldd "$NODE_BIN" | awk '$1 ~ /^\// { print $1 }')" "$RUNTIME.tmp/lib/ld.so"
+  chmod -R a+rX "$RUNTIME.tmp"
+  rm -rf "$RUNTIME"
+  mv "$RUNTIME.tmp" "$RUNTIME"
+  [ "$(runtime_node --version)" = "$("$NODE_BIN" --version)" ]
 fi
 say "ready"

@@ -38,10 +38,12 @@ export interface AgentPreset {
   turns(output: { stdout: string; resultFile?: string }): number | undefined;
 }
 
-/** HOME and PATH every preset starts from: HOME is the sandbox's private, persistent `/tmp`. */
+/**
+ * What every preset's environment starts from: HOME is the sandbox's private, persistent `/tmp`.
+ * No PATH: the image's own (its interpreters, e.g. a conda env) applies to the agent's commands.
+ */
 export const BASE_ENV: Record<string, string> = {
   HOME: '/tmp',
-  PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
   LANG: 'C.UTF-8',
   TERM: 'dumb',
   NO_COLOR: '1',

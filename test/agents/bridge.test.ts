@@ -7,10 +7,10 @@ import {
   bridgedBaseUrl,
   bridgedCommand,
   bubblewrapTmpHostDir,
-  forwarderMount,
   startGatewayBridge,
   type GatewayBridge,
 } from '../../sandbox/bridge.js';
+import { agentSidecarMounts } from '../../agents/presets/sidecar.js';
 import { createSandboxProvider, type SandboxProvider } from '../../sandbox/index.js';
 import { freePort } from '../../stack/ports.js';
 
@@ -43,7 +43,8 @@ beforeAll(async () => {
     await sandbox.create({
       idempotencyKey: 'bridge-test',
       workspaceDir: workspace,
-      readOnlyMounts: [forwarderMount()],
+      // The forwarder and the sidecar's Node runtime it runs on.
+      readOnlyMounts: agentSidecarMounts(),
     })
   ).id;
   bridge = await startGatewayBridge({
@@ -56,6 +57,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await bridge?.close();
   await sandbox?.destroy(sandboxId);
+  await sandbox?.release?.();
   server?.close();
 });
 
@@ -66,7 +68,7 @@ describe('the gateway bridge', () => {
   it('gives the sandboxed command the gateway at 127.0.0.1, streamed both ways', async () => {
     const r = await sandbox.exec(
       sandboxId,
-      bridgedCommand(['/usr/bin/node', '-e', fetchScript(`${bridgedBaseUrl()}/v1/x?y=1`)], bridge),
+      bridgedCommand(['node', '-e', fetchScript(`${bridgedBaseUrl()}/v1/x?y=1`)], bridge),
     );
     expect(r.stderr).toBe('');
     expect(r.stdout.trim()).toBe('POST /v1/x?y=1 hello|two|three');
@@ -76,7 +78,7 @@ describe('the gateway bridge', () => {
   it('passes the command exit status through and leaves the rest of the network unreachable', async () => {
     const r = await sandbox.exec(
       sandboxId,
-      bridgedCommand(['/usr/bin/node', '-e', fetchScript(serverUrl)], bridge),
+      bridgedCommand(['node', '-e', fetchScript(serverUrl)], bridge),
     );
     expect(r.stdout.trim()).toBe('unreachable: ECONNREFUSED');
     expect(r.exitCode).toBe(3);

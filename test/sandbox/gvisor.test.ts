@@ -311,7 +311,7 @@ except OSError as e:
     print("direct:", type(e.reason).__name__)`;
       const r = await provider.exec(
         s.id,
-        bridgedCommand(['python3', '-c', agent], bridge, { nodePath: '/usr/local/bin/node' }),
+        bridgedCommand(['python3', '-c', agent], bridge, { node: ['/usr/local/bin/node'] }),
       );
       expect(r.stderr).toBe('');
       // Through the bridge to the host; the host's own port is not reachable directly.
