@@ -10,7 +10,8 @@ import { release } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bridgedBaseUrl, bridgedCommand, forwarderMount, startGatewayBridge } from '../../sandbox/bridge.js';
+import { agentSidecarMounts } from '../../agents/presets/sidecar.js';
+import { bridgedBaseUrl, bridgedCommand, startGatewayBridge } from '../../sandbox/bridge.js';
 import { rootKeyOf } from '../../sandbox/cgroups.js';
 import { GVisorProvider } from '../../sandbox/gvisor/provider.js';
 import { createSandboxProvider } from '../../sandbox/index.js';
@@ -296,7 +297,8 @@ except OSError as e:
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as { port: number }).port;
-    const s = await sandbox({}, { readOnlyMounts: [forwarderMount()] });
+    // The black-box agents' sidecar (its own Node runtime runs the forwarder) and the forwarder.
+    const s = await sandbox({}, { readOnlyMounts: agentSidecarMounts() });
     const bridge = await startGatewayBridge({
       sandboxTmpHostDir: provider.tmpHostDir(s.id),
       gatewayUrls: [`http://127.0.0.1:${port}`],
@@ -311,7 +313,7 @@ except OSError as e:
     print("direct:", type(e.reason).__name__)`;
       const r = await provider.exec(
         s.id,
-        bridgedCommand(['python3', '-c', agent], bridge, { node: ['/usr/local/bin/node'] }),
+        bridgedCommand(['python3', '-c', agent], bridge),
       );
       expect(r.stderr).toBe('');
       // Through the bridge to the host; the host's own port is not reachable directly.
