@@ -139,17 +139,18 @@ class CgroupV1 implements ResourceControl {
   }
 
   async create(id: string, limits: ResourceLimits): Promise<void> {
-    for (const c of V1_CONTROLLERS) await mkdir(this.dir(c, id), { recursive: true });
-    await writeControl(
-      join(this.dir('memory', id), 'memory.limit_in_bytes'),
-      `${limits.memoryBytes}`,
-    );
-    await writeControl(join(this.dir('pids', id), 'pids.max'), `${limits.maxProcesses}`);
-    await writeControl(join(this.dir('cpu', id), 'cpu.cfs_period_us'), `${CPU_PERIOD_US}`);
-    await writeControl(
-      join(this.dir('cpu', id), 'cpu.cfs_quota_us'),
-      `${Math.max(1000, Math.round(limits.cpus * CPU_PERIOD_US))}`,
-    );
+    // One hierarchy per controller: the groups and their limits are independent of each other.
+    await Promise.all(V1_CONTROLLERS.map((c) => mkdir(this.dir(c, id), { recursive: true })));
+    await Promise.all([
+      writeControl(join(this.dir('memory', id), 'memory.limit_in_bytes'), `${limits.memoryBytes}`),
+      writeControl(join(this.dir('pids', id), 'pids.max'), `${limits.maxProcesses}`),
+      writeControl(join(this.dir('cpu', id), 'cpu.cfs_period_us'), `${CPU_PERIOD_US}`).then(() =>
+        writeControl(
+          join(this.dir('cpu', id), 'cpu.cfs_quota_us'),
+          `${Math.max(1000, Math.round(limits.cpus * CPU_PERIOD_US))}`,
+        ),
+      ),
+    ]);
   }
 
   launcher(id: string): string[] {
@@ -183,7 +184,7 @@ class CgroupV1 implements ResourceControl {
 
   async remove(id: string): Promise<void> {
     if (await exists(this.dir('pids', id))) await this.killAll(id);
-    for (const c of V1_CONTROLLERS) await removeGroupDir(this.dir(c, id));
+    await Promise.all(V1_CONTROLLERS.map((c) => removeGroupDir(this.dir(c, id))));
   }
 
   async memoryUsage(id: string): Promise<number | undefined> {

@@ -13,9 +13,9 @@
  * So the prepared workspace is shared read-only, and every writable layer shares one size cap.
  * The root is shared too (`shared-roots.ts`).
  */
-import { chmod, chown, mkdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Mounter } from './mounter.js';
+import type { HostOp, Mounter, Tolerated } from './mounter.js';
 import type { SandboxUser } from './runner.js';
 
 export interface LayerPaths {
@@ -37,34 +37,55 @@ export function layerPaths(mountDir: string): LayerPaths {
   };
 }
 
-/** Mounts the size-capped tmpfs and the workspace overlay over `workspaceLower` (read-only). */
+/** Makes the mount directory and mounts the size-capped tmpfs and the workspace overlay over `workspaceLower` (read-only): one batch. */
 export async function mountLayers(
   mounter: Mounter,
-  p: LayerPaths,
+  mountDir: string,
   options: { diskBytes: number; user: SandboxUser; workspaceLower: string },
 ): Promise<void> {
-  const { user } = options;
-  await mkdir(p.rw, { recursive: true });
-  await mkdir(p.workspace);
-  await mounter.mount('tmpfs', 'sandbox-rw', p.rw, ['nodev', 'nosuid'], `size=${options.diskBytes},mode=0711`);
-  await Promise.all([p.upper, p.work, p.tmp].map((d) => mkdir(d)));
-  await chown(p.tmp, user.uid, user.gid);
-  await chmod(p.tmp, 0o700);
-  // The overlay's root is upper's root: the sandbox user must own it to write there.
-  await chown(p.upper, user.uid, user.gid);
-  await mounter.mount(
-    'overlay',
-    'sandbox-workspace',
-    p.workspace,
-    ['nodev', 'nosuid'],
-    `lowerdir=${options.workspaceLower},upperdir=${p.upper},workdir=${p.work}`,
-  );
+  const p = layerPaths(mountDir);
+  const { uid, gid } = options.user;
+  await mounter.run([
+    { op: 'mkdir', path: mountDir, mode: 0o755 },
+    { op: 'mkdir', path: p.rw, mode: 0o711 },
+    { op: 'mkdir', path: p.workspace, mode: 0o755 },
+    {
+      op: 'mount',
+      fstype: 'tmpfs',
+      source: 'sandbox-rw',
+      target: p.rw,
+      flags: ['nodev', 'nosuid'],
+      data: `size=${options.diskBytes},mode=0711`,
+    },
+    // The overlay's root is upper's root: the sandbox user must own it to write there.
+    { op: 'mkdir', path: p.upper, mode: 0o755, owner: { uid, gid } },
+    { op: 'mkdir', path: p.work, mode: 0o700 },
+    { op: 'mkdir', path: p.tmp, mode: 0o700, owner: { uid, gid } },
+    {
+      op: 'mount',
+      fstype: 'overlay',
+      source: 'sandbox-workspace',
+      target: p.workspace,
+      flags: ['nodev', 'nosuid'],
+      data: `lowerdir=${options.workspaceLower},upperdir=${p.upper},workdir=${p.work}`,
+    },
+  ]);
 }
 
-/** Unmounts the sandbox's own mounts; ones already gone are fine. */
-export async function unmountLayers(mounter: Mounter, p: LayerPaths): Promise<void> {
-  await mounter.unmount(p.workspace);
-  await mounter.unmount(p.rw);
+/**
+ * The operations that unmount the sandbox's own mounts and remove the mount directory; what is
+ * already gone is fine. They fail (ENOTEMPTY, EBUSY) on anything of another layout.
+ */
+export function removeLayersOps(mountDir: string): HostOp[] {
+  const p = layerPaths(mountDir);
+  const gone: Tolerated[] = ['ENOENT', 'EINVAL'];
+  return [
+    { op: 'umount', target: p.workspace, tolerate: gone },
+    { op: 'umount', target: p.rw, tolerate: gone },
+    { op: 'rmdir', path: p.rw, tolerate: ['ENOENT'] },
+    { op: 'rmdir', path: p.workspace, tolerate: ['ENOENT'] },
+    { op: 'rmdir', path: mountDir, tolerate: ['ENOENT'] },
+  ];
 }
 
 /** Mount points under `dir`, deepest first, from /proc/self/mountinfo. */

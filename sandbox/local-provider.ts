@@ -43,11 +43,11 @@ import {
   type ResourceControlKind,
   type ResourceControlOptions,
 } from './cgroups.js';
-import { layerPaths, mountLayers, unmountAllUnder, unmountLayers, type LayerPaths } from './layers.js';
+import { layerPaths, mountLayers, removeLayersOps, unmountAllUnder, type LayerPaths } from './layers.js';
 import { sharedMounter, type Mounter } from './mounter.js';
 import { SharedRoots, type RootPlan } from './shared-roots.js';
 import { checkSpec, limitsOf, rootPlanOf } from './spec-check.js';
-import { infoOf, isSandboxId, readMeta, sandboxId, writeMeta, type SandboxMeta } from './meta.js';
+import { infoOf, isSandboxId, metaPath, readMeta, sandboxId, writeMeta, type SandboxMeta } from './meta.js';
 import type { RunningCommand } from './process.js';
 import type { SandboxBind, SandboxRunner, SandboxUser } from './runner.js';
 import { prepareWorkspace, WorkspaceLayerCache } from './workspace-layer.js';
@@ -479,7 +479,7 @@ export class LocalSandboxProvider implements SandboxProvider {
       await Promise.all([
         (await this.rc()).create(id, this.hostLimits(limits)),
         this.roots.root(root),
-        mountLayers(this.mounter, this.layers(id), {
+        mountLayers(this.mounter, this.mountDir(id), {
           diskBytes: limits.diskBytes,
           user: this.sandboxUser,
           workspaceLower,
@@ -560,13 +560,20 @@ export class LocalSandboxProvider implements SandboxProvider {
       // Kills what is left in the group (other processes' commands) before removing it.
       await rc.remove(id);
       const mountDir = this.mountDir(id);
-      await unmountLayers(this.mounter, this.layers(id));
-      await rm(mountDir, { recursive: true, force: true }).catch(async () => {
-        // Mounts of another layout under it: unmount whatever is there, then remove.
-        await unmountAllUnder(this.mounter, mountDir);
-        await rm(mountDir, { recursive: true, force: true, maxRetries: 3 });
-      });
-      await rm(this.dir(id), { recursive: true, force: true, maxRetries: 3 });
+      const dir = this.dir(id);
+      await this.mounter
+        .run([
+          ...removeLayersOps(mountDir),
+          { op: 'unlink', path: metaPath(dir), tolerate: ['ENOENT'] },
+          { op: 'rmdir', path: dir, tolerate: ['ENOENT'] },
+        ])
+        .catch(async () => {
+          // More than a keyed sandbox leaves (its own workspace copy, a half-written record,
+          // mounts of another layout): unmount whatever is there, then remove everything.
+          await unmountAllUnder(this.mounter, mountDir);
+          await rm(mountDir, { recursive: true, force: true, maxRetries: 3 });
+          await rm(dir, { recursive: true, force: true, maxRetries: 3 });
+        });
     } finally {
       this.removing.delete(id);
     }

@@ -3,7 +3,7 @@
  * mounted once by the provider's mount helper and unmounted when the provider is released.
  */
 import { existsSync } from 'node:fs';
-import { chmod, readdir } from 'node:fs/promises';
+import { chmod, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BubblewrapProvider, defaultMountRoot } from '../../sandbox/bubblewrap.js';
@@ -76,5 +76,26 @@ describe('Mounter', () => {
     expect(await mounter.unmount(dir)).toBe(false);
     expect(await mounter.unmount(join(dir, 'missing'))).toBe(false);
     await expect(mounter.mount('no-such-fs', 'x', dir, [], '')).rejects.toBeInstanceOf(ProviderUnavailableError);
+  });
+
+  it('runs a batch in order, tolerating what it is told to, and names the operation that failed', async () => {
+    const mounter = new Mounter();
+    const dir = await tempDir('mounter-batch');
+    dirs.push(dir);
+    const owned = join(dir, 'owned');
+    await mounter.run([
+      { op: 'mkdir', path: owned, mode: 0o710, owner: { uid: 65534, gid: 65534 } },
+      { op: 'mkdir', path: owned, mode: 0o700, tolerate: ['EEXIST'] },
+    ]);
+    const s = await stat(owned);
+    expect([s.mode & 0o7777, s.uid, s.gid]).toEqual([0o710, 65534, 65534]);
+    const failing = mounter.run([
+      { op: 'rmdir', path: owned },
+      { op: 'rmdir', path: owned },
+      { op: 'mkdir', path: owned, mode: 0o700 },
+    ]);
+    await expect(failing).rejects.toMatchObject({ name: 'HostOpError', index: 1, code: 'ENOENT' });
+    // The batch stopped there: the directory removed first was not made again.
+    expect(existsSync(owned)).toBe(false);
   });
 });
