@@ -241,20 +241,27 @@ class GVisorRun implements RunningCommand {
           stderr.text(),
           stdout.truncated || stderr.truncated,
         );
-        if (this.killRequested || outcome.exitCode !== RUNSC_FAILED) return resolve(outcome);
-        // 128 is also a status a command may exit with: only runsc's own log tells them apart,
-        // and nothing inside the sandbox can write to it.
-        void readFile(this.logFile, 'utf8')
-          .catch(() => '')
-          .then((log) => {
-            const errors = loggedErrors(log);
+        if (this.killRequested) return resolve(outcome);
+        void readFile(this.logFile, 'utf8').then(
+          (log) => {
+            // 128 is also a status a command may exit with: only runsc's own log tells them
+            // apart, and nothing inside the sandbox can write to it.
+            const errors = outcome.exitCode === RUNSC_FAILED ? loggedErrors(log) : [];
             if (errors.length === 0) return resolve(outcome);
             reject(
               new ProviderUnavailableError(
                 `runsc failed to start sandbox ${request.sandboxId}: ${errors.join('; ')}`,
               ),
             );
-          });
+          },
+          // runsc makes its log first thing: without one, the launcher never got to run it.
+          () =>
+            reject(
+              new ProviderUnavailableError(
+                `cannot start runsc for sandbox ${request.sandboxId} (exit ${outcome.exitCode}): ${outcome.stderr.trim()}`,
+              ),
+            ),
+        );
       });
     });
   }

@@ -16,6 +16,7 @@ import { rootKeyOf } from '../../sandbox/cgroups.js';
 import { GVisorProvider } from '../../sandbox/gvisor/provider.js';
 import { createSandboxProvider } from '../../sandbox/index.js';
 import {
+  ProviderUnavailableError,
   SandboxGoneError,
   SandboxPausedError,
   type SandboxInfo,
@@ -178,6 +179,15 @@ describe('GVisorProvider', () => {
     expect(existsSync(deadDir)).toBe(false);
     await next.destroy(s.id);
     await next.destroy(id);
+  });
+
+  it('reports a runsc that cannot start as the provider unavailable, not as the command failing', async () => {
+    const broken = new GVisorProvider({ rootDir, stateDir, runscPath: '/nonexistent/runsc' });
+    const s = await broken.create({ idempotencyKey: `gvisor-broken-${process.pid}`, workspaceDir: workspace });
+    const err = await broken.exec(s.id, ['true']).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ProviderUnavailableError);
+    expect((err as Error).message).toContain('/nonexistent/runsc');
+    await broken.destroy(s.id);
   });
 
   it('bounds the output it keeps', async () => {
