@@ -28,7 +28,7 @@ export async function buildStatxShim(dir: string, cc: string): Promise<string> {
   // Built under a private name and renamed: a concurrent build elsewhere never sees half a file.
   const partial = `${out}.${process.pid}.tmp`;
   try {
-    await execFileAsync(cc, ['-shared', '-fPIC', '-O2', '-o', partial, SOURCE]);
+    await execFileAsync(cc, ['-shared', '-fPIC', '-O2', '-nostdlib', '-o', partial, SOURCE]);
     await rename(partial, out);
   } catch (err) {
     await rm(partial, { force: true });
