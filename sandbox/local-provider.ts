@@ -6,7 +6,8 @@
  *
  * Host layout: `<rootDir>/<id>/{base/, meta.json}`, shared workspace layers in
  * `<rootDir>/.layers/`, the sandbox's own mounts in `<mountRoot>/<id>/{rw/, workspace/}` (see
- * `layers.ts`) and the shared read-only roots in `<mountRoot>/.roots/` (`shared-roots.ts`). The
+ * `layers.ts`) and the shared read-only roots in `<mountRoot>/{.roots,.root-layers}/`
+ * (`shared-roots.ts`), which outlive the sandboxes until `release` or the abandoned-root sweep. The
  * sandbox's root is its image (`images`), never the host's root; the only host paths it sees are
  * its workspace and /tmp (both on its size-capped tmpfs) and the read-only mounts of its spec.
  */
@@ -106,11 +107,11 @@ const ROOT_OWNER_FILE = '.root';
 /** In a mount root: the empty stand-ins bound over hidden files and directories. */
 const EMPTY_FILE = '.empty';
 const EMPTY_DIR = '.empty-dir';
-/** In `rootDir`: the shared workspace layers, and the top layers of the shared roots. */
+/** In `rootDir`: the shared workspace layers. */
 const LAYERS_DIR = '.layers';
-const ROOT_LAYERS_DIR = '.root-layers';
-/** In a mount root: the shared roots. */
+/** In a mount root: the shared roots, and their top layers (empty mount points, a symlink). */
 const ROOTS_DIR = '.roots';
+const ROOT_LAYERS_DIR = '.root-layers';
 
 /** The default `mountRoot` of a provider whose root directory is `rootDir`. */
 export function defaultMountRoot(rootDir: string): string {
@@ -179,7 +180,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     };
     this.workspaceLayers = new WorkspaceLayerCache(join(this.rootDir, LAYERS_DIR), this.sandboxUser);
     this.roots = new SharedRoots(
-      join(this.rootDir, ROOT_LAYERS_DIR),
+      join(this.mountRoot, ROOT_LAYERS_DIR),
       join(this.mountRoot, ROOTS_DIR),
       this.mounter,
     );
@@ -410,7 +411,7 @@ export class LocalSandboxProvider implements SandboxProvider {
    * benchmarks. The provider prepares them again when it is used next.
    */
   async release(): Promise<void> {
-    const own = new Set([EMPTY_FILE, EMPTY_DIR, ROOT_OWNER_FILE, ROOTS_DIR]);
+    const own = new Set([EMPTY_FILE, EMPTY_DIR, ROOT_OWNER_FILE, ROOTS_DIR, ROOT_LAYERS_DIR]);
     const entries = await readdir(this.mountRoot).catch(() => undefined);
     if (entries && entries.every((e) => own.has(e))) {
       await this.roots.release();

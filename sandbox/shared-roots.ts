@@ -82,7 +82,7 @@ export class SharedRoots {
   private readonly mounted = new Map<string, Promise<string>>();
 
   constructor(
-    /** Where the top layers are kept (host only; the sandbox user need not reach it). */
+    /** Where the top layers are kept. */
     private readonly layersDir: string,
     /** Where the roots are mounted; the sandbox user must be able to reach it. */
     private readonly mountsDir: string,
@@ -101,16 +101,15 @@ export class SharedRoots {
     return pending;
   }
 
-  /** Unmounts every root and forgets them; only once no sandbox uses them. */
+  /** Unmounts every root and removes their layers; only once no sandbox uses them. */
   async release(): Promise<void> {
     this.mounted.clear();
     for (const key of await readdir(this.mountsDir).catch(() => [])) {
-      const dir = join(this.mountsDir, key);
       // A root two processes raced to mount is mounted twice.
-      while (await this.mounter.unmount(dir));
-      await rm(dir, { recursive: true, force: true });
+      while (await this.mounter.unmount(join(this.mountsDir, key)));
     }
     await rm(this.mountsDir, { recursive: true, force: true });
+    await rm(this.layersDir, { recursive: true, force: true });
   }
 
   private async mount(key: string, plan: RootPlan): Promise<string> {

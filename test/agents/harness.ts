@@ -65,6 +65,8 @@ export async function startAgentStack(): Promise<AgentStack> {
       await gateway.close();
       await engine.close();
       store.close();
+      // The sandboxes are gone by now: this takes down the roots they shared.
+      await sandbox.release?.();
     },
   };
 }

@@ -455,6 +455,7 @@ afterAll(async () => {
       ),
     ].join('\n'),
   );
+  await provider.release();
   await removeDirs(dirs);
 });
 

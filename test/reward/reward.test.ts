@@ -36,6 +36,7 @@ beforeAll(async () => {
 afterAll(async () => {
   // Every reward sandbox was destroyed by the reward itself.
   expect(await provider.list({ role: 'reward' })).toEqual([]);
+  await provider.release();
   await removeDirs(dirs);
 });
 

@@ -29,7 +29,10 @@ beforeAll(async () => {
   provider = new BubblewrapProvider({ rootDir });
 });
 
-afterAll(() => removeDirs(dirs));
+afterAll(async () => {
+  await provider.release();
+  await removeDirs(dirs);
+});
 
 describe('workspaceDiff', () => {
   it('captures edits, new, deleted, renamed, binary, mode changes and commits, and applies back', async () => {

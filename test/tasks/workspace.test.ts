@@ -74,6 +74,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await provider.release();
   await removeDirs(dirs);
 });
 
