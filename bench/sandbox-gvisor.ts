@@ -22,6 +22,8 @@ export interface GVisorBenchOptions {
   scratch: string;
   /** The workspace every sandbox gets. */
   workspaceDir: string;
+  /** Its prepared layer's key, as the bubblewrap section uses it (`workspaceKeyOf`). */
+  workspaceKey: string;
   /** Runs of each kind. */
   runs: number;
 }
@@ -55,12 +57,13 @@ export async function benchGVisor(options: GVisorBenchOptions): Promise<void> {
   const bare: number[] = [];
   try {
     // One warm-up of each (the statx shim is built on the provider's first run).
-    const warm = await provider.create({ idempotencyKey: 'bench-gvisor-warm', workspaceDir: options.workspaceDir });
+    const { workspaceDir, workspaceKey } = options;
+    const warm = await provider.create({ idempotencyKey: 'bench-gvisor-warm', workspaceDir, workspaceKey });
     await provider.exec(warm.id, ['true']);
     await provider.destroy(warm.id);
     for (let i = 0; i < options.runs; i++) {
       const t0 = performance.now();
-      const info = await provider.create({ idempotencyKey: `bench-gvisor-${i}`, workspaceDir: options.workspaceDir });
+      const info = await provider.create({ idempotencyKey: `bench-gvisor-${i}`, workspaceDir, workspaceKey });
       const t1 = performance.now();
       const r = await provider.exec(info.id, ['true']);
       const t2 = performance.now();

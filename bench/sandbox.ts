@@ -225,7 +225,7 @@ async function main(): Promise<void> {
     );
 
     // 5. gVisor.
-    if (GVISOR_RUNS > 0) await benchGVisor({ scratch, workspaceDir, runs: GVISOR_RUNS });
+    if (GVISOR_RUNS > 0) await benchGVisor({ scratch, workspaceDir, workspaceKey, runs: GVISOR_RUNS });
   } finally {
     await provider.sweepExpired(Number.MAX_SAFE_INTEGER);
     await provider.release();
