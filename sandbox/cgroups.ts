@@ -2,7 +2,7 @@
  * Resource limits of a sandbox: one cgroup per sandbox (v2, or v1 with the memory, pids, cpu and
  * freezer controllers), detected at run time, or `prlimit` rlimits where no cgroup hierarchy is
  * writable. Every exec of a sandbox joins the sandbox's cgroup before bwrap starts (the launcher
- * writes its own pid into `cgroup.procs` and then execs bwrap), so limits hold across all the
+ * moves itself into the group and then execs bwrap), so limits hold across all the
  * sandbox's commands together, and the freezer and the kill reach all of them.
  *
  * Cgroups live at `<mount>/<parent>/<rootKey>/<sandboxId>`: `rootKey` is derived from the
@@ -59,10 +59,16 @@ const V1_CONTROLLERS = ['memory', 'pids', 'cpu', 'freezer'] as const;
 const CPU_PERIOD_US = 100_000;
 
 /**
- * Joins every `cgroup.procs` file given before `--`, then becomes the command after it. A failed
- * join exits 125 before anything of the sandbox has started.
+ * Joins every group whose `cgroup.procs` (or v1 `tasks`) file is given before `--`, then becomes
+ * the command after it. A failed join exits 125 before anything of the sandbox has started.
  */
 const ENTER_SCRIPT = `while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"`;
+/**
+ * The v1 variant: `0` into `tasks` moves the writing thread (the shell has only the one), which
+ * the kernel does without its global threadgroup lock, whose writer waits out an RCU grace
+ * period (milliseconds on a busy host) on every `cgroup.procs` write.
+ */
+const ENTER_SCRIPT_V1 = `while [ "$1" != -- ]; do echo 0 > "$1" || exit 125; shift; done; shift; exec "$@"`;
 
 export function rootKeyOf(rootDir: string): string {
   return createHash('sha256').update(rootDir).digest('hex').slice(0, 12);
@@ -154,8 +160,8 @@ class CgroupV1 implements ResourceControl {
   }
 
   launcher(id: string): string[] {
-    const procs = V1_CONTROLLERS.map((c) => join(this.dir(c, id), 'cgroup.procs'));
-    return ['/bin/sh', '-c', ENTER_SCRIPT, 'sandbox-enter', ...procs, '--'];
+    const tasks = V1_CONTROLLERS.map((c) => join(this.dir(c, id), 'tasks'));
+    return ['/bin/sh', '-c', ENTER_SCRIPT_V1, 'sandbox-enter', ...tasks, '--'];
   }
 
   async freeze(id: string): Promise<void> {
