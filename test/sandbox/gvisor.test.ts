@@ -96,7 +96,7 @@ describe('GVisorProvider', () => {
     await writeFile(join(hostOnly, 'planted.txt'), 'host secret\n', { mode: 0o644 });
     const s = await sandbox();
     const r = await provider.exec(s.id, {
-      shell: `cat /proc/version; dmesg | head -1; cat ${hostOnly}/planted.txt; ls /work; python3 -c 'import pytest; print(pytest.__version__.split(".")[0])'; id -u`,
+      shell: `cat /proc/version; dmesg | head -1; cat ${hostOnly}/planted.txt; ls /work; python3 -c 'import pytest; print(pytest.__version__.split(".")[0])'; id -u; grep CapEff /proc/self/status; python3 -c 'import ctypes; print("no_new_privs", ctypes.CDLL(None).prctl(39, 0, 0, 0, 0))'`,
     });
     const lines = r.stdout.split('\n');
     // The Sentry's own kernel: it reports a fixed old version and boots with its own banner.
@@ -106,8 +106,8 @@ describe('GVisorProvider', () => {
     expect(r.stdout).not.toContain('host secret');
     expect(r.stderr).toContain(`${hostOnly}/planted.txt: No such file or directory`);
     expect(r.stderr).toContain("ls: cannot access '/work': No such file or directory");
-    // The image's Python with its pytest 7, and the unprivileged user.
-    expect(lines.slice(2, 4)).toEqual(['7', '65534']);
+    // The image's Python with its pytest 7; the unprivileged user, no capabilities, no_new_privs.
+    expect(lines.slice(2, 6)).toEqual(['7', '65534', 'CapEff:\t0000000000000000', 'no_new_privs 1']);
   });
 
   it('creates, runs, reads and writes files, and destroys leaving nothing behind', async () => {
