@@ -11,12 +11,14 @@
  *    cgroup), and per sandbox with a process running in it (PSS of its bwrap + command processes
  *    plus its cgroup charge);
  * 4. reward evaluations per second: `evaluateReward` on a built-in pack task with its gold patch,
- *    sequentially and two at once.
+ *    sequentially and two at once;
+ * 5. the gVisor provider's create + exec + destroy next to a bare `runsc run` (`sandbox-gvisor.ts`).
  *
  * Environment: BENCH_LATENCY_RUNS (default 200), BENCH_HOLD_CAP (default 1000),
  * BENCH_HOLD_SECONDS (time budget of the ramp, default 75), BENCH_BUSY
  * (sandboxes with a process, default 50), BENCH_REWARD_RUNS (default 12), BENCH_TASK (default
- * py-slugify-1). Sized to finish in about three minutes on 2 cores.
+ * py-slugify-1), BENCH_GVISOR_RUNS (default 40; 0 leaves gVisor out). Sized to finish in about
+ * three and a half minutes on 2 cores.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { execFile } from 'node:child_process';
@@ -30,6 +32,7 @@ import type { SandboxInfo, SandboxProvider } from '../sandbox/provider.js';
 import { builtinPackDir, loadTaskPack } from '../tasks/loader.js';
 import { evaluateReward } from '../tasks/reward/index.js';
 import { workspaceKeyOf } from '../tasks/workspace-key.js';
+import { benchGVisor } from './sandbox-gvisor.js';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const LATENCY_RUNS = env('BENCH_LATENCY_RUNS', 200);
@@ -38,6 +41,7 @@ const HOLD_SECONDS = env('BENCH_HOLD_SECONDS', 75);
 const BUSY = env('BENCH_BUSY', 50);
 const REWARD_RUNS = env('BENCH_REWARD_RUNS', 12);
 const TASK = process.env.BENCH_TASK ?? 'py-slugify-1';
+const GVISOR_RUNS = env('BENCH_GVISOR_RUNS', 40);
 const MiB = 1024 * 1024;
 const execFileAsync = promisify(execFile);
 
@@ -219,6 +223,9 @@ async function main(): Promise<void> {
     console.log(
       `2 at once   ${(parRuns / parS).toFixed(2)} /s (${(parRuns / parS / (REWARD_RUNS / seqS)).toFixed(2)}x sequential)`,
     );
+
+    // 5. gVisor.
+    if (GVISOR_RUNS > 0) await benchGVisor({ scratch, workspaceDir, workspaceKey, runs: GVISOR_RUNS });
   } finally {
     await provider.sweepExpired(Number.MAX_SAFE_INTEGER);
     await provider.release();

@@ -1,5 +1,6 @@
 import { BubblewrapProvider } from './bubblewrap.js';
 import { FaultInjectingProvider } from './fault-injection.js';
+import { GVisorProvider } from './gvisor/provider.js';
 import type { ImageStore } from './images/types.js';
 import type { SandboxLimits, SandboxProvider } from './provider.js';
 
@@ -10,6 +11,11 @@ export {
   defaultMountRoot,
   type BubblewrapProviderOptions,
 } from './bubblewrap.js';
+export {
+  GVisorNeedsCgroupsError,
+  GVisorProvider,
+  type GVisorProviderOptions,
+} from './gvisor/provider.js';
 export { LocalSandboxProvider, type LocalSandboxProviderOptions } from './local-provider.js';
 export type { RunRequest, SandboxBind, SandboxRunner, SandboxUser } from './runner.js';
 export { BubblewrapRunner, type BubblewrapRunnerOptions } from './bwrap-runner.js';
@@ -20,7 +26,12 @@ export { FaultInjectingProvider, type FaultInjectionOptions } from './fault-inje
 export { SandboxFileError, uploadTarViaExec, downloadTarViaExec } from './files.js';
 
 export interface SandboxProviderConfig {
-  provider: 'bubblewrap';
+  /**
+   * The isolation: `bubblewrap` (namespaces and a seccomp filter on the host kernel) or `gvisor`
+   * (each command under its own user-space kernel, `runsc`). Both share the host-side lifecycle
+   * and the images. Required.
+   */
+  provider: 'bubblewrap' | 'gvisor';
   /** Host directory holding the sandboxes, e.g. `<dataDir>/sandboxes`. Required. */
   rootDir: string;
   /**
@@ -43,14 +54,16 @@ export interface SandboxProviderConfig {
 }
 
 export function createSandboxProvider(config: SandboxProviderConfig): SandboxProvider {
-  const provider = new BubblewrapProvider({
+  const options = {
     rootDir: config.rootDir,
     hiddenPaths: config.hiddenPaths,
     images: config.images,
     maxSandboxes: config.maxSandboxes,
     defaultTtlMs: config.defaultTtlMs,
     defaultLimits: config.defaultLimits,
-  });
+  };
+  const provider =
+    config.provider === 'gvisor' ? new GVisorProvider(options) : new BubblewrapProvider(options);
   const rate = config.createFailureRate ?? 0;
   return rate > 0
     ? new FaultInjectingProvider(provider, { createFailureRate: rate, seed: config.seed })

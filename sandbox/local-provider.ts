@@ -53,7 +53,7 @@ import {
   type LayerPaths,
 } from './layers.js';
 import { sharedMounter, type Mounter } from './mounter.js';
-import { SharedRoots } from './shared-roots.js';
+import { SharedRoots, type RootPlan } from './shared-roots.js';
 import { checkSpec, limitsOf, rootPlanOf } from './spec-check.js';
 import { infoOf, isSandboxId, metaPath, readMeta, sandboxId, writeMeta, type SandboxMeta } from './meta.js';
 import type { RunningCommand } from './process.js';
@@ -255,7 +255,7 @@ export class LocalSandboxProvider implements SandboxProvider {
       ),
       maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
       limits: meta.limits,
-      launcher: rc.launcher(id, meta.limits),
+      launcher: rc.launcher(id, this.hostLimits(meta.limits)),
       shmBytes: Math.min(SHM_BYTES, meta.limits.diskBytes),
       user: this.sandboxUser,
       beforeKill: () => rc.thaw(id).catch(() => undefined),
@@ -430,6 +430,7 @@ export class LocalSandboxProvider implements SandboxProvider {
       await rm(this.mountRoot, { recursive: true, force: true });
     }
     await (await this.rc()).release();
+    await this.runner.release?.();
     this.rootReady = undefined;
     this.resourceControlReady = undefined;
   }
@@ -476,7 +477,12 @@ export class LocalSandboxProvider implements SandboxProvider {
     const limits = limitsOf(spec.limits, this.defaultLimits);
     await this.prepareRoot();
     const writableDirs = spec.writableDirs ?? [];
-    const root = await rootPlanOf(image, readOnlyMounts, spec.workspaceLink, writableDirs);
+    const planned = await rootPlanOf(image, readOnlyMounts, spec.workspaceLink, writableDirs);
+    // The runner's own bind targets (gVisor's preloaded shim) are mount points of the root too.
+    const root: RootPlan = {
+      ...planned,
+      mountPoints: [...planned.mountPoints, ...(this.runner.mountPoints ?? [])],
+    };
     const source = { workspaceDir, initGitRepo: spec.initGitRepo ?? true };
     try {
       await mkdir(dir);
@@ -485,7 +491,7 @@ export class LocalSandboxProvider implements SandboxProvider {
         : join(dir, 'base');
       if (!spec.workspaceKey) await prepareWorkspace(source, workspaceLower, this.sandboxUser);
       await Promise.all([
-        (await this.rc()).create(id, limits),
+        (await this.rc()).create(id, this.hostLimits(limits)),
         this.roots.root(root),
         mountLayers(this.mounter, this.mountDir(id), {
           diskBytes: limits.diskBytes,
@@ -536,6 +542,11 @@ export class LocalSandboxProvider implements SandboxProvider {
       }
       throw new InvalidSandboxSpecError(`image ${reference}: ${err.message}`);
     }
+  }
+
+  /** What the sandbox's cgroup enforces: its limits, as its runner needs them on the host. */
+  private hostLimits(limits: Required<SandboxLimits>): Required<SandboxLimits> {
+    return this.runner.hostLimits?.(limits) ?? limits;
   }
 
   /** Counts every sandbox directory and create in flight; sweeps once before refusing. */

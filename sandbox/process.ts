@@ -66,7 +66,7 @@ export interface RunningCommand {
 }
 
 /** Keeps the first `limit` bytes of a stream and drains the rest. */
-class CappedSink {
+export class CappedSink {
   private readonly chunks: Buffer[] = [];
   private size = 0;
   truncated = false;

@@ -63,4 +63,17 @@ export interface SandboxRunner {
    * runner that cannot start the sandbox at all rejects it with ProviderUnavailableError.
    */
   run(request: RunRequest): RunningCommand;
+  /**
+   * The limits the sandbox's cgroup (or rlimits) get, from the sandbox's own. Default: the same.
+   * A runner whose own machinery runs inside the cgroup (gVisor's Sentry threads and ptrace stubs
+   * are host tasks) needs room for it there, and enforces the sandbox's limit itself.
+   */
+  hostLimits?(limits: Required<SandboxLimits>): Required<SandboxLimits>;
+  /**
+   * Sandbox paths the runner binds on its own (a library it preloads): the lifecycle makes them
+   * mount points in every root, as the runner cannot in a shared read-only root. Default none.
+   */
+  readonly mountPoints?: readonly { path: string; file: boolean }[];
+  /** Removes the runner's own host directories once no run is left in them (process exit). */
+  release?(): Promise<void>;
 }

@@ -22,6 +22,8 @@ missing_apt=()
 command -v bwrap >/dev/null 2>&1 || missing_apt+=(bubblewrap)
 command -v git >/dev/null 2>&1 || missing_apt+=(git)
 command -v runsc >/dev/null 2>&1 || missing_apt+=(runsc)
+# A C compiler: the gvisor provider builds its statx shim (sandbox/gvisor/statx-shim.c) on first use.
+command -v cc >/dev/null 2>&1 || missing_apt+=(gcc)
 command -v mmdebstrap >/dev/null 2>&1 || missing_apt+=(mmdebstrap)
 command -v skopeo >/dev/null 2>&1 || missing_apt+=(skopeo)
 command -v umoci >/dev/null 2>&1 || missing_apt+=(umoci)

@@ -172,7 +172,12 @@ export const ConfigSchema = z
       .prefault({}),
     sandbox: z
       .object({
-        provider: z.literal('bubblewrap').default('bubblewrap'),
+        /**
+         * The isolation of every sandbox, over the same images and host-side lifecycle:
+         * `bubblewrap` (namespaces and a seccomp filter on the host kernel) or `gvisor` (each
+         * command under its own user-space kernel, `runsc` from PATH). Default `bubblewrap`.
+         */
+        provider: z.enum(['bubblewrap', 'gvisor']).default('bubblewrap'),
         createFailureRate: z.number().min(0).max(1).default(0),
         faultSeed: z.number().int().default(0),
         ttlMs: z.number().int().positive().default(2 * 60 * 60 * 1000),

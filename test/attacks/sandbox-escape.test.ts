@@ -27,6 +27,7 @@ import {
   tempDir,
   writeTree,
 } from '../sandbox/helpers.js';
+import { GVisorNeedsCgroupsError } from '../../sandbox/gvisor/provider.js';
 import { printAttackTable, type AttackOutcome } from './table.js';
 import { PROVIDER_FACTORIES, type ProviderFactory, type ProviderOptions } from './providers.js';
 
@@ -121,19 +122,33 @@ for name, (nr, *args) in probes.items():
     out[name] = 0 if r >= 0 else ctypes.get_errno()
 print(json.dumps(out))`;
 
-/** Host pids of the `sleep <marker>` processes themselves (not the bwrap around them). */
-async function sleepPids(marker: string): Promise<string[]> {
-  return (await hostProcessesMatching(`sleep ${marker}`))
-    .filter((p) => p.split(': ')[1] === `sleep ${marker}`)
-    .map((p) => p.split(':')[0]!);
+const gvisor = (): boolean => factory.name === 'gvisor';
+
+/**
+ * Host pids of the `sleep <marker>` processes themselves (not the bwrap around them). Under
+ * gVisor no command of a sandbox is a host process: the pids of its Sentries stand in for them.
+ */
+async function sleepPids(marker: string, sandboxId: string): Promise<string[]> {
+  const found = gvisor()
+    ? (await hostProcessesMatching(sandboxId)).filter((p) => p.includes('runsc-sandbox'))
+    : (await hostProcessesMatching(`sleep ${marker}`)).filter(
+        (p) => p.split(': ')[1] === `sleep ${marker}`,
+      );
+  return found.map((p) => p.split(':')[0]!);
 }
 
-async function waitForSleep(marker: string): Promise<string> {
+async function waitForSleep(marker: string, sandboxId: string): Promise<string> {
   for (;;) {
-    const [pid] = await sleepPids(marker);
+    const [pid] = await sleepPids(marker, sandboxId);
     if (pid) return pid;
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** Host processes a sandbox's runs left: its sleeps, and anything naming it (bwrap, runsc). */
+async function leftBehind(markers: string[], sandboxId: string): Promise<string[]> {
+  const sleeps = await Promise.all(markers.map((x) => hostProcessesMatching(`sleep ${x}`)));
+  return [...sleeps.flat(), ...(await hostProcessesMatching(sandboxId))];
 }
 
 const EPERM = 1;
@@ -143,8 +158,16 @@ interface Attack {
   attack: string;
   /** The defence that must be named by the evidence. */
   defence: string;
+  /**
+   * The defence under gVisor, where it is another one (the Sentry answers the syscall, not the
+   * host kernel). Default `defence`.
+   */
+  gvisorDefence?: string;
   run(): Promise<{ blocked: boolean; defence: string }>;
 }
+
+const expectedDefence = (a: Attack, provider: string): string =>
+  provider === 'gvisor' ? (a.gvisorDefence ?? a.defence) : a.defence;
 
 const attacks: Attack[] = [
   {
@@ -218,31 +241,46 @@ const attacks: Attack[] = [
         join(workspace, 'pwned'),
         join(gatewayDataDir, 'pwned'),
       ];
-      const r = await sh(s.id, targets.map((t) => `echo x > ${t}`).join('; '));
+      // The Sentry checks permissions before the mount's read-only flag: the image's 1777
+      // /var/tmp is where only the read-only root can refuse the write.
+      const script = [...targets, ...(gvisor() ? ['/var/tmp/pwned'] : [])];
+      const r = await sh(s.id, script.map((t) => `echo x > ${t}`).join('; '));
       const errors = r.stderr.split('\n');
       const readOnly = errors.filter((l) => l.includes('Read-only file system')).length;
+      const denied = errors.filter((l) => l.includes('Permission denied')).length;
       const absent = errors.filter((l) => l.includes('Directory nonexistent')).length;
       // The image's own directories are read-only; the host's are not in the sandbox at all.
+      const evidence = gvisor()
+        ? denied === 2 && readOnly === 1 && absent === 2
+        : readOnly === 2 && absent === 2;
       return {
         blocked: targets.every((t) => !existsSync(t)),
-        defence: readOnly === 2 && absent === 2 ? 'read-only-image-root' : 'unknown',
+        defence: evidence ? 'read-only-image-root' : 'unknown',
       };
     },
   },
   {
     attack: 'lift its own limits through /sys/fs/cgroup',
     defence: 'image-root',
+    gvisorDefence: 'gvisor-sentry',
     async run() {
       const s = await sandbox({ maxProcesses: 100 });
+      const v1 = (await main.resourceControl()) === 'cgroup-v1';
+      const rel = join('agent-rollout', rootKeyOf(mainRoot), s.id, 'pids.max');
+      const readLimit = async (): Promise<string> =>
+        (await readFile(join('/sys/fs/cgroup', v1 ? 'pids' : '', rel), 'utf8')).trim();
+      // gVisor's cgroup counts its own host tasks too, so its cap is larger than the sandbox's.
+      const set = gvisor() ? await readLimit() : '100';
       const r = await sh(
         s.id,
         'ls /sys/fs/cgroup; for f in /sys/fs/cgroup/*/agent-rollout/*/*/pids.max /sys/fs/cgroup/agent-rollout/*/*/pids.max; do [ -e "$f" ] && echo max > "$f"; done; true',
       );
-      const v1 = (await main.resourceControl()) === 'cgroup-v1';
-      const rel = join('agent-rollout', rootKeyOf(mainRoot), s.id, 'pids.max');
-      const limit = (await readFile(join('/sys/fs/cgroup', v1 ? 'pids' : '', rel), 'utf8')).trim();
+      const limit = await readLimit();
+      const blocked = limit === set && set !== 'max';
+      // The Sentry shows a sysfs of its own, with no cgroup hierarchy in it.
+      if (gvisor()) return { blocked, defence: r.stdout + r.stderr === '' ? 'gvisor-sentry' : 'unknown' };
       return {
-        blocked: limit === '100',
+        blocked,
         // The host's cgroup filesystem is not part of the image root.
         defence: r.stderr.includes('No such file or directory') ? 'image-root' : 'unknown',
       };
@@ -262,9 +300,12 @@ for host in ("1.1.1.1", "8.8.8.8"):
     except OSError as e:
         print("errno", e.errno)`,
       );
+      // ENETUNREACH from the host kernel's empty network namespace; EHOSTUNREACH from the
+      // Sentry's network stack, which has no route but loopback.
+      const unreachable = gvisor() ? 'errno 113\nerrno 113\n' : 'errno 101\nerrno 101\n';
       return {
         blocked: !r.stdout.includes('connected'),
-        defence: r.stdout === 'errno 101\nerrno 101\n' ? 'no-network' : 'unknown', // ENETUNREACH
+        defence: r.stdout === unreachable ? 'no-network' : 'unknown',
       };
     },
   },
@@ -328,13 +369,13 @@ except OSError as e:
       const victimRun = main
         .exec(victim.id, ['sleep', marker], { timeoutMs: 60_000 })
         .catch((e: unknown) => e);
-      const hostPid = await waitForSleep(marker);
+      const hostPid = await waitForSleep(marker, victim.id);
       const s = await sandbox();
       const r = await sh(
         s.id,
         `ls /proc | grep -c '^[0-9]'; grep -l ${marker} /proc/[0-9]*/cmdline; kill -9 ${hostPid}`,
       );
-      const stillThere = (await sleepPids(marker)).includes(hostPid);
+      const stillThere = (await sleepPids(marker, victim.id)).includes(hostPid);
       await main.destroy(victim.id);
       expect(await victimRun).toBeInstanceOf(SandboxGoneError);
       const visible = Number(r.stdout.split('\n')[0]);
@@ -355,7 +396,7 @@ except OSError as e:
       const victimRun = main
         .exec(victim.id, ['sleep', marker], { timeoutMs: 60_000, env: { OPENAI_API_KEY: key } })
         .catch((e: unknown) => e);
-      await waitForSleep(marker);
+      await waitForSleep(marker, victim.id);
       const s = await sandbox();
       const r = await sh(
         s.id,
@@ -411,6 +452,8 @@ except OSError as e:
   {
     attack: 'fork bomb',
     defence: 'pids-limit',
+    // The Sentry's RLIMIT_NPROC refuses the fork before the host's pids cgroup is ever reached.
+    gvisorDefence: 'sentry-nproc-limit',
     async run() {
       const s = await sandbox({ maxProcesses: 64 });
       const r = await py(
@@ -427,10 +470,9 @@ except OSError as e:
     print("fork failed", e.errno, n)`,
       );
       const hits = await cgroupCounter(main, mainRoot, s.id, 'pids', 'max');
-      return {
-        blocked: /^fork failed 11 \d+\n$/.test(r.stdout) && Number(r.stdout.split(' ')[3]) < 64,
-        defence: hits > 0 ? 'pids-limit' : 'unknown',
-      };
+      const blocked = /^fork failed 11 \d+\n$/.test(r.stdout) && Number(r.stdout.split(' ')[3]) < 64;
+      if (gvisor()) return { blocked, defence: hits === 0 ? 'sentry-nproc-limit' : 'unknown' };
+      return { blocked, defence: hits > 0 ? 'pids-limit' : 'unknown' };
     },
   },
   {
@@ -484,7 +526,7 @@ print("allocated", len(chunks) * 16, "MiB")`,
         `setsid sh -c 'exec sleep ${m[0]}' & (sleep ${m[1]} &); nohup sleep ${m[2]} >/dev/null 2>&1 & sleep ${m[3]}`,
         1_500,
       );
-      const left = (await Promise.all(m.map((x) => hostProcessesMatching(`sleep ${x}`)))).flat();
+      const left = await leftBehind(m, s.id);
       return {
         blocked: left.length === 0,
         defence: r.timedOut ? 'wall-clock-kill' : 'unknown',
@@ -498,7 +540,7 @@ print("allocated", len(chunks) * 16, "MiB")`,
       const s = await sandbox();
       const m = [7, 8].map(sleepMarker);
       const r = await sh(s.id, `setsid sleep ${m[0]} & (sleep ${m[1]} &); exit 0`);
-      const left = (await Promise.all(m.map((x) => hostProcessesMatching(`sleep ${x}`)))).flat();
+      const left = await leftBehind(m, s.id);
       return {
         blocked: left.length === 0,
         defence: r.exitCode === 0 && !r.timedOut ? 'pid-namespace' : 'unknown',
@@ -514,10 +556,10 @@ print("allocated", len(chunks) * 16, "MiB")`,
       const running = sh(s.id, `setsid sleep ${m[0]} & sleep ${m[1]}`, 60_000).catch(
         (e: unknown) => e,
       );
-      await waitForSleep(m[1]!);
+      await waitForSleep(m[1]!, s.id);
       await main.destroy(s.id);
       const gone = (await running) instanceof SandboxGoneError;
-      const left = (await Promise.all(m.map((x) => hostProcessesMatching(`sleep ${x}`)))).flat();
+      const left = await leftBehind(m, s.id);
       const v1 = (await main.resourceControl()) === 'cgroup-v1';
       const group = join(
         '/sys/fs/cgroup',
@@ -536,10 +578,36 @@ print("allocated", len(chunks) * 16, "MiB")`,
     attack:
       'kernel attack surface: ptrace, mount, unshare, setns, keyctl, perf, kexec, modules, bpf',
     defence: 'seccomp',
+    gvisorDefence: 'gvisor-sentry',
     async run() {
       const s = await sandbox();
       const r = await py(s.id, SYSCALL_PROBE);
       const errnos = JSON.parse(r.stdout) as Record<string, number>;
+      if (gvisor()) {
+        // No call reaches the host kernel: the Sentry answers each. It serves ptrace and new
+        // namespaces in its own kernel, refuses mount without capabilities, and does not implement
+        // the rest at all (ENOSYS, ENODEV, EOPNOTSUPP; keyrings EACCES).
+        const sentryAnswers = {
+          'ptrace(TRACEME)': 0,
+          'mount(NULL)': EPERM,
+          'unshare(NEWUSER)': 0,
+          'unshare(NEWNET)': 0,
+          'setns(0)': 95,
+          'keyctl(GET_KEYRING_ID)': 13,
+          'perf_event_open(NULL)': 19,
+          kexec_load: 38,
+          'init_module(NULL)': 38,
+          bpf: 38,
+          userfaultfd: 38,
+        };
+        const kernel = await sh(s.id, 'cat /proc/version; dmesg | head -1');
+        const inSentry = /^Linux version 4\.4\.0 .*\n.*Starting gVisor/.test(kernel.stdout);
+        const answered = JSON.stringify(errnos) === JSON.stringify(sentryAnswers);
+        return {
+          blocked: inSentry,
+          defence: inSentry && answered ? 'gvisor-sentry' : `unknown ${r.stdout}`,
+        };
+      }
       // EPERM from calls that would otherwise succeed (ptrace TRACEME, keyctl) or fail otherwise
       // (EFAULT for NULL pointers, ENOSPC for a user namespace) is the filter's answer.
       return {
@@ -553,9 +621,16 @@ print("allocated", len(chunks) * 16, "MiB")`,
   {
     attack: 'nested user namespace with the seccomp filter off',
     defence: 'disable-userns',
+    gvisorDefence: 'gvisor-sentry',
     async run() {
       const [p] = await newProvider({ seccomp: false });
       const s = await sandbox({}, p);
+      if (gvisor()) {
+        // The Sentry makes the namespace, in its own kernel: root in it is root of nothing on the host.
+        const r = await sh(s.id, 'unshare -Ur sh -c "id -u; cat /proc/version; dmesg | head -1"', 30_000, p);
+        const inSentry = /^0\nLinux version 4\.4\.0 .*\n.*Starting gVisor/.test(r.stdout);
+        return { blocked: inSentry, defence: inSentry ? 'gvisor-sentry' : `unknown ${r.stdout}` };
+      }
       const r = await py(s.id, SYSCALL_PROBE, p);
       const errnos = JSON.parse(r.stdout) as Record<string, number>;
       const unshareCli = await sh(s.id, 'unshare -Ur id', 30_000, p);
@@ -568,8 +643,17 @@ print("allocated", len(chunks) * 16, "MiB")`,
   {
     attack: 'memory bomb under the prlimit fallback',
     defence: 'rlimit-as',
+    // The Sentry cannot start under an address-space cap: no gVisor sandbox without cgroups.
+    gvisorDefence: 'cgroups-required',
     async run() {
       const [p] = await newProvider({ resourceControl: 'prlimit' });
+      if (gvisor()) {
+        const refused = await sandbox({ memoryBytes: 256 * MiB }, p).catch((e: unknown) => e);
+        return {
+          blocked: refused instanceof GVisorNeedsCgroupsError,
+          defence: refused instanceof GVisorNeedsCgroupsError ? 'cgroups-required' : 'unknown',
+        };
+      }
       const s = await sandbox({ memoryBytes: 256 * MiB }, p);
       const r = await py(
         s.id,
@@ -621,10 +705,11 @@ describe.each(PROVIDER_FACTORIES)('sandbox escape attacks ($name)', (f) => {
   });
 
   for (const a of attacks) {
-    it(`${a.attack} → ${a.defence}`, async () => {
+    const defence = expectedDefence(a, f.name);
+    it(`${a.attack} → ${defence}`, async () => {
       const result = await a.run();
       outcomes.push({ attack: a.attack, ...result });
-      expect(result).toEqual({ blocked: true, defence: a.defence });
+      expect(result).toEqual({ blocked: true, defence });
     });
   }
 });

@@ -17,13 +17,16 @@ afterAll(async () => {
 const installed = sidecarHas('npm/node_modules/opencode-ai/package.json');
 if (!installed) console.warn('black-box agent e2e skipped: run `bash scripts/install-agents.sh` first');
 
-describe.skipIf(!installed)('a batch run by an unmodified agent program (OpenCode) on Temporal', () => {
+// Under each isolation level: the same agent program, unmodified, under gVisor's kernel too.
+describe.skipIf(!installed).each(['bubblewrap', 'gvisor'] as const)('a batch run by an unmodified agent program (OpenCode) on Temporal (%s)', (provider) => {
   it('runs the agent in its sandbox through the gateway bridge and scores it with the hidden tests', { timeout: 240_000 }, async () => {
+    await stack?.stop();
+    await engines?.close();
     engines = await startTestEngines({ count: 1, wanderProbability: 0 });
     // Uniform rewards are kept so the group files hold every episode.
-    const config = testConfig({ engines: engines.instances, agent: { name: 'opencode' }, batch: { concurrency: 2, filterUniformGroups: false } });
+    const config = testConfig({ engines: engines.instances, agent: { name: 'opencode' }, sandbox: { provider }, batch: { concurrency: 2, filterUniformGroups: false } });
     stack = await startStack(config);
-    const batchId = `opencode-${Date.now()}`;
+    const batchId = `opencode-${provider}-${Date.now()}`;
     const input = await buildBatchInput(config, { batchId, tasks: 'builtin', n: 1, agent: 'opencode', taskIds: ['js-ini-parser-1', 'py-roman-numerals-1'] });
     const manifest = await followBatch(await startBatch(stack.client, config, input), () => undefined);
 

@@ -33,6 +33,15 @@ describe('configuration for many machines', () => {
     expect(apiToken(await loadConfig(undefined, { dataDir }, {}))).toBe(token);
   });
 
+  it('picks the sandbox isolation by sandbox.provider: bubblewrap by default, gvisor, nothing else', async () => {
+    expect((await loadConfig(undefined, { dataDir: dir() }, {})).sandbox.provider).toBe('bubblewrap');
+    const gvisor = await loadConfig(undefined, { dataDir: dir(), 'sandbox.provider': 'gvisor' }, {});
+    expect(gvisor.sandbox.provider).toBe('gvisor');
+    await expect(
+      loadConfig(undefined, { dataDir: dir(), 'sandbox.provider': 'docker' }, {}),
+    ).rejects.toBeInstanceOf(ConfigError);
+  });
+
   it('never mints a token for a shared store', async () => {
     const dataDir = dir();
     const config = await loadConfig(undefined, { dataDir, 'store.url': pg }, {});
