@@ -13,20 +13,13 @@ import { mkdir, readdir, rm, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { z } from 'zod';
+import { processAlive } from '../process-alive.js';
 
 const execFileAsync = promisify(execFile);
 
 /** `runsc list --format=json`: the containers of a root. */
 const ContainerList = z.array(z.object({ id: z.string() }).loose()).nullable();
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 export class RunscState {
   /** This process's directory under `stateDir`. */
@@ -53,7 +46,7 @@ export class RunscState {
       await mkdir(this.root, { recursive: true, mode: 0o700 });
       for (const name of await readdir(this.stateDir).catch(() => [])) {
         const pid = Number(name);
-        if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !alive(pid)) {
+        if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !processAlive(pid)) {
           await this.sweep(join(this.stateDir, name));
         }
       }

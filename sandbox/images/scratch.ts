@@ -6,18 +6,10 @@
  */
 import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { processAlive } from '../process-alive.js';
 
 const NAME = /^[a-z]+-(\d+)-/;
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: it exists, as another user's process.
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 export class ScratchSpace {
   private swept: Promise<void> | undefined;
@@ -35,7 +27,7 @@ export class ScratchSpace {
     await mkdir(this.dir, { recursive: true });
     for (const name of await readdir(this.dir)) {
       const pid = Number(NAME.exec(name)?.[1]);
-      if (!Number.isInteger(pid) || pid === process.pid || alive(pid)) continue;
+      if (!Number.isInteger(pid) || pid === process.pid || processAlive(pid)) continue;
       await rm(join(this.dir, name), { recursive: true, force: true });
     }
   }

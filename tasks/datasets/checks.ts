@@ -3,7 +3,7 @@
  * as a reward of 0 or an infrastructure error in every episode:
  *
  * - every FAIL_TO_PASS and PASS_TO_PASS id of a `log_parser` task has the shape its parser
- *   reports (test-ids.ts);
+ *   reports (tasks/reward/log-parsers/test-ids.ts);
  * - a git bundle holds `base_commit`, and a tarball unpacks (to something, with its
  *   `strip_components`);
  * - the gold patch and the test patch apply to the unpacked workspace (`git apply --check`),
@@ -21,7 +21,7 @@ import { dirname } from 'node:path';
 import { where, type RowLocation } from '../load-error.js';
 import type { Task } from '../schema.js';
 import { defaultWorkspaceCacheDir, WorkspaceError, workspaceDirOf } from '../workspace.js';
-import { expectedTestId, isTestId } from './test-ids.js';
+import { expectedTestId, isTestId } from '../reward/log-parsers/index.js';
 
 export interface CheckFailure {
   at: RowLocation;

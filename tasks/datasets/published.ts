@@ -82,9 +82,38 @@ function editDistance(a: string, b: string): number {
     const current = [i];
     for (let j = 1; j <= b.length; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost));
+      current.push(
+        Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost),
+      );
     }
     previous = current;
   }
   return previous[b.length] ?? 0;
+}
+
+/** The fields every SWE-bench-style row carries, under the same names in our task model. */
+export interface SweBenchCore {
+  instance_id: string;
+  repo: string;
+  base_commit: string;
+  problem_statement: string;
+  patch: string;
+  test_patch: string;
+  FAIL_TO_PASS: string[];
+  PASS_TO_PASS: string[];
+}
+
+/** Those fields of `row`, copied (and nothing else of it). */
+export function sweBenchCore(row: SweBenchCore): SweBenchCore {
+  const { instance_id, repo, base_commit, problem_statement, patch, test_patch } = row;
+  return {
+    instance_id,
+    repo,
+    base_commit,
+    problem_statement,
+    patch,
+    test_patch,
+    FAIL_TO_PASS: row.FAIL_TO_PASS,
+    PASS_TO_PASS: row.PASS_TO_PASS,
+  };
 }

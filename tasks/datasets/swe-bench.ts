@@ -16,7 +16,7 @@ import { loadError, type RowLocation } from '../load-error.js';
 import type { LogParser } from '../schema.js';
 import type { DatasetOptions } from './options.js';
 import { knownParserNames, logParserOf } from './parser-names.js';
-import { parsePublishedRow, patchFiles, PublishedList, type PublishedShape } from './published.js';
+import { parsePublishedRow, patchFiles, PublishedList, sweBenchCore, type PublishedShape } from './published.js';
 import type { UnknownFields } from './report.js';
 import { repoTests } from './repo-tests.js';
 
@@ -71,14 +71,7 @@ export function mapSweBenchShape(
   const row = parsePublishedRow(shape, value, at, unknown);
   const tests = testsOf(row, at, options);
   return {
-    instance_id: row.instance_id,
-    repo: row.repo,
-    base_commit: row.base_commit,
-    problem_statement: row.problem_statement,
-    patch: row.patch,
-    test_patch: row.test_patch,
-    FAIL_TO_PASS: row.FAIL_TO_PASS,
-    PASS_TO_PASS: row.PASS_TO_PASS,
+    ...sweBenchCore(row),
     workspace: { kind: 'image', path: '/testbed' },
     environment: { image: row.image ?? row.image_name ?? image(row) },
     ...tests,

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { loadError, type RowLocation } from '../load-error.js';
 import type { DatasetOptions } from './options.js';
 import { knownParserNames, logParserOf } from './parser-names.js';
-import { parsePublishedRow, patchFiles, PublishedList, shellQuote, type PublishedShape } from './published.js';
+import { parsePublishedRow, patchFiles, PublishedList, shellQuote, sweBenchCore, type PublishedShape } from './published.js';
 import type { UnknownFields } from './report.js';
 
 const InstallConfig = z.looseObject({
@@ -109,14 +109,7 @@ export function mapSweRebenchRow(
     commands.unshift(V1_TESTBED);
   }
   return {
-    instance_id: row.instance_id,
-    repo: row.repo,
-    base_commit: row.base_commit,
-    problem_statement: row.problem_statement,
-    patch: row.patch,
-    test_patch: row.test_patch,
-    FAIL_TO_PASS: row.FAIL_TO_PASS,
-    PASS_TO_PASS: row.PASS_TO_PASS,
+    ...sweBenchCore(row),
     workspace: { kind: 'image', path: workdir },
     environment: { image },
     // Each command runs, as the harness's eval script runs them one per line; the parser reads all output.

@@ -15,7 +15,7 @@ import { parseTapLog } from './tap.js';
 import { parseUnittestLog } from './unittest.js';
 import { parseVitestLog } from './vitest.js';
 
-export { isTestId } from './test-ids.js';
+export { expectedTestId, isTestId } from './test-ids.js';
 export { stripAnsi, type TestStatuses } from './lines.js';
 
 const PARSERS: Record<LogParser, (log: string) => TestStatuses> = {

@@ -23,6 +23,23 @@ const SHAPES: Record<LogParser, RegExp> = {
   'cargo-test': /^(?:[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*|\S+ - [^\n\r]+ \(line \d+\))$/,
 };
 
+/** What each parser's ids look like, for people reading a load error. */
+const EXPECTED: Record<LogParser, string> = {
+  pytest: 'a pytest node id, path/test_x.py::test_name[params]',
+  unittest: 'a unittest id, test_name (module.Class)',
+  jest: 'a test title on one line',
+  vitest: 'a test title on one line',
+  mocha: 'a test title on one line',
+  tap: 'a test title on one line',
+  'go-test': 'a Go test name, TestName or TestName/subtest',
+  'cargo-test': 'a cargo test path, module::test_name',
+};
+
 export function isTestId(parser: LogParser, id: string): boolean {
   return SHAPES[parser].test(id);
+}
+
+/** What a test id of `parser` looks like, for error messages. */
+export function expectedTestId(parser: LogParser): string {
+  return EXPECTED[parser];
 }
