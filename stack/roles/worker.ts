@@ -4,7 +4,7 @@ import { TaskCatalog } from '../../activities/task-catalog.js';
 import { AdmissionControl, type InstanceConfig } from '../../scheduler/index.js';
 import { bubblewrapTmpHostDir } from '../../sandbox/bridge.js';
 import { createSandboxProvider } from '../../sandbox/index.js';
-import { LocalImageStore } from '../../sandbox/images/index.js';
+import { BASE_IMAGE, LocalImageStore } from '../../sandbox/images/index.js';
 import type { Store } from '../../trajectory/index.js';
 import { hostQueueOf, installWorkerRuntime, RolloutWorker } from '../../workers/worker.js';
 import { ConfigError, type Config } from '../config.js';
@@ -77,6 +77,10 @@ export function startWorker(config: Config, shared: WorkerShared = {}): Promise<
       insecureRegistries: config.sandbox.images.insecureRegistries,
       authFile: config.sandbox.images.authFile,
       log: (line) => console.error(`images: ${line}`),
+    });
+    // Every task without an image of its own runs on the base image: without it, fail here, not per episode.
+    await images.resolve(BASE_IMAGE).catch((err: unknown) => {
+      throw new ConfigError((err as Error).message);
     });
     const sandbox = createSandboxProvider({
       provider: config.sandbox.provider,
