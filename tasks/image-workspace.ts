@@ -3,7 +3,8 @@
  * SWE-bench's `/testbed`): the files at that path in the image, copied out ONCE per image digest
  * and path into the workspace cache, without any `.git` (an image's repository carries its whole
  * history, fix commits included). The sandbox provider then makes its fresh single-commit
- * repository of them and shares that prepared layer between sandboxes.
+ * repository of them and shares that prepared layer between sandboxes. Paths left out of a copy
+ * (the task's hidden paths, for the agent) make another copy, under another name.
  */
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -22,21 +23,24 @@ export class ImageWorkspaceError extends Error {
 const pending = new Map<string, Promise<string>>();
 
 /**
- * The host directory holding the files at `path` inside `image`, under `cacheDir`. Concurrent
- * callers share one copy; a copy made by another process is reused.
+ * The host directory holding the files at `path` inside `image`, under `cacheDir`, without the
+ * entries at `exclude` (paths relative to `path`; default none). Concurrent callers share one
+ * copy; a copy made by another process is reused.
  */
 export function imageWorkspaceDir(
   image: ImageRoot,
   path: string,
   cacheDir: string,
+  exclude: string[] = [],
 ): Promise<string> {
+  const left = [...new Set(exclude)].sort();
   const key = createHash('sha256')
-    .update(JSON.stringify([image.digest, path]))
+    .update(JSON.stringify(left.length > 0 ? [image.digest, path, left] : [image.digest, path]))
     .digest('hex');
   const target = join(resolve(cacheDir), `image-${key.slice(0, 24)}`);
   let copy = pending.get(target);
   if (!copy) {
-    copy = copyOut(image, path, target).finally(() => pending.delete(target));
+    copy = copyOut(image, path, target, left).finally(() => pending.delete(target));
     pending.set(target, copy);
   }
   return copy;
@@ -60,7 +64,12 @@ async function run(file: string, args: string[], what: string): Promise<void> {
   }
 }
 
-async function copyOut(image: ImageRoot, path: string, target: string): Promise<string> {
+async function copyOut(
+  image: ImageRoot,
+  path: string,
+  target: string,
+  exclude: string[],
+): Promise<string> {
   if (await isDir(target)) return target;
   await mkdir(resolve(target, '..'), { recursive: true });
   const scratch = `${target}.${randomBytes(4).toString('hex')}.tmp`;
@@ -86,6 +95,10 @@ async function copyOut(image: ImageRoot, path: string, target: string): Promise<
       [scratch, '-depth', '-name', '.git', '-exec', 'rm', '-rf', '--', '{}', '+'],
       'removing .git',
     );
+    if (exclude.length > 0) {
+      const paths = exclude.map((p) => join(scratch, p));
+      await run('rm', ['-rf', '--', ...paths], 'leaving out hidden paths');
+    }
     await rename(scratch, target).catch(async (err: NodeJS.ErrnoException) => {
       // Another process copied the same workspace first: use its copy.
       if (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST') throw err;

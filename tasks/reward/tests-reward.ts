@@ -11,6 +11,11 @@
  * output from a pipe. The tests do run the agent's code, which can write anything that process
  * can, print forged result lines included: a forged pass cannot hide the runner's real failure
  * of the same test (the worst status is kept), and output cut short leaves canaries missing.
+ *
+ * A task whose tests are hidden in its image (`environment.hidden_paths`, R2E-Gym) has no test
+ * patch: nothing is applied, the agent's diff loses every section under a hidden workspace path,
+ * and no canaries are added (canaries go into test-patch files), which the result records as
+ * `canaries: 0`.
  */
 import { randomBytes } from 'node:crypto';
 import { canaryPlanOf, canaryStatuses } from './canary-plan.js';
@@ -27,6 +32,7 @@ import {
 import { logRunnerMounts, rewardMounts } from './runners.js';
 import { addCanaries, applyPatch, rewardSandboxSpec, withRewardSandbox } from './sandbox-steps.js';
 import { runTests } from './test-run.js';
+import { hiddenPathsOf } from '../task-sandbox.js';
 
 export async function evaluateTestsReward(
   deps: RewardDeps,
@@ -37,7 +43,11 @@ export async function evaluateTestsReward(
   const random = deps.random ?? randomBytes;
   const { task } = input;
   const named = [...new Set([...task.FAIL_TO_PASS, ...task.PASS_TO_PASS])];
-  const { diff: agentPatch, dropped } = stripTestChanges(input.agentDiff, pathsOf(task.test_patch));
+  const { diff: agentPatch, dropped } = stripTestChanges(
+    input.agentDiff,
+    pathsOf(task.test_patch),
+    hiddenPathsOf(task).inWorkspace,
+  );
   let guards = 0;
 
   const finish = (
@@ -78,8 +88,10 @@ export async function evaluateTestsReward(
       if (applied.exitCode !== 0)
         return finish('patch_failed', {}, `agent diff does not apply: ${applied.stderr}`);
     }
-    const testsApplied = await applyPatch(provider, id, task.test_patch);
-    if (testsApplied.exitCode !== 0) {
+    // Tests hidden in the image (environment.hidden_paths) come with no patch to apply.
+    const testsApplied =
+      task.test_patch === '' ? undefined : await applyPatch(provider, id, task.test_patch);
+    if (testsApplied && testsApplied.exitCode !== 0) {
       return finish(
         'patch_failed',
         {},
