@@ -98,7 +98,9 @@ export async function evaluateTestsReward(
         `test patch does not apply over the agent diff: ${testsApplied.stderr}`,
       );
     }
-    const canaries = await addCanaries(provider, id, task, canaryPlanOf(task), random);
+    // Canaries go into test-patch files; tests hidden in the image have none to go into.
+    const plan = task.test_patch === '' ? undefined : canaryPlanOf(task);
+    const canaries = await addCanaries(provider, id, task, plan, random);
     if (typeof canaries === 'string') return finish('patch_failed', {}, canaries);
     guards = canaries.reduce((n, c) => n + c.ids.length, 0);
 
