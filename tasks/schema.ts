@@ -194,6 +194,13 @@ export const TaskSchema = z
     if (task.environment.hidden_paths.length > 0 && task.workspace.kind !== 'image') {
       issue('environment', 'environment.hidden_paths needs an image workspace');
     }
+    if (task.workspace.kind === 'image') {
+      const root = task.workspace.path;
+      for (const path of task.environment.hidden_paths) {
+        if (root === path || root.startsWith(`${path}/`))
+          issue('environment', `environment.hidden_paths: ${path} would hide the whole workspace ${root}`);
+      }
+    }
     if (task.reward.kind === 'tests') {
       // R2E-Gym publishes no exact gold diff (tasks/datasets/r2e-gym.ts): tasks with hidden tests may lack one.
       if (task.patch === '' && task.environment.hidden_paths.length === 0)

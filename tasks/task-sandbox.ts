@@ -34,7 +34,8 @@ export function hiddenPathsOf(task: Task): { inWorkspace: string[]; outside: str
   const outside: string[] = [];
   const root = task.workspace.kind === 'image' ? task.workspace.path : undefined;
   for (const path of task.environment.hidden_paths) {
-    if (root !== undefined && (path === root || path.startsWith(`${root}/`))) {
+    // The schema refuses a hidden path on or above the workspace path.
+    if (root !== undefined && path.startsWith(`${root}/`)) {
       inWorkspace.push(posix.relative(root, path));
     } else outside.push(path);
   }
@@ -50,9 +51,6 @@ export async function taskSandboxSpec(
   const cacheDir = sources.workspaceCacheDir ?? defaultWorkspaceCacheDir();
   const { image } = task.environment;
   const hidden = hiddenPathsOf(task);
-  if (hidden.inWorkspace.includes('')) {
-    throw new WorkspaceError(`task ${task.instance_id}: environment.hidden_paths hides the whole workspace`);
-  }
   let workspaceDir: string;
   if (task.workspace.kind === 'image') {
     if (image === undefined || sources.images === undefined) {

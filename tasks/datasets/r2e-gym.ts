@@ -15,7 +15,7 @@
  * What of their scoring we do not reproduce: R2E-Gym rewards a run whose statuses equal
  * expected_output_json exactly; we require the tests expected to PASS to pass (all in
  * FAIL_TO_PASS, as the row does not say which passed before the fix) and ignore those expected
- * to fail or error. A test id holding a space outside its brackets is cut at the space, by
+ * to fail or error, and tests the run has beyond those expected. A test id holding a space outside its brackets is cut at the space, by
  * pytest's summary and by our parser alike. No canaries guard the run: they go into test-patch
  * files, and these tests come in the image (`canaries: 0` in the result).
  *

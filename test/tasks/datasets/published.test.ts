@@ -272,7 +272,7 @@ function r2eGymRow(overrides: Record<string, unknown> = {}): Record<string, unkn
     problem_statement: 'Cookies with quotes are parsed wrongly',
     expected_output_json: JSON.stringify({
       'TestCookieJar.test_quoted': 'PASSED',
-      'test_plain[a::b]': 'PASSED',
+      'test_plain[1-2]': 'PASSED',
       'TestCookieJar.test_broken - AssertionError': 'FAILED',
     }),
     ...overrides,
@@ -293,7 +293,7 @@ describe('R2E-Gym rows', () => {
       base_commit: '6c3f1d0a9b2e4f5a6b7c8d9e0f1a2b3c4d5e6f70',
       patch: '',
       test_patch: '',
-      FAIL_TO_PASS: ['r2e_tests::TestCookieJar.test_quoted', 'r2e_tests::test_plain[a::b]'],
+      FAIL_TO_PASS: ['r2e_tests::TestCookieJar.test_quoted', 'r2e_tests::test_plain[1-2]'],
       PASS_TO_PASS: [],
       workspace: { kind: 'image', path: '/testbed' },
       environment: {
@@ -313,6 +313,7 @@ describe('R2E-Gym rows', () => {
       [r2eGymRow({ parsed_commit_content: '{}' }), 'parsed_commit_content'],
       [r2eGymRow({ commit_hash: 'HEAD' }), 'commit_hash'],
       [r2eGymRow({ docker_image: 'Not An Image' }), 'environment.image'],
+      [r2eGymRow({ problem_statement: '' }), 'problem_statement'],
     ];
     for (const [i, [row, field]] of cases.entries()) {
       const file = await write(`r2e-bad-${i}.jsonl`, [r2eGymRow(), row]);
