@@ -8,7 +8,7 @@
  */
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rename, rm, rmdir, stat } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, rename, rm, rmdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import type { ImageRoot } from '../sandbox/images/types.js';
@@ -64,6 +64,22 @@ async function run(file: string, args: string[], what: string): Promise<void> {
   }
 }
 
+/**
+ * Removes `rel` from the copy at `dir`. The copy's symlinks are the image's: one on the way
+ * could lead the removal out of the copy, and would show the path to the agent anyway.
+ */
+async function removeInside(dir: string, rel: string): Promise<void> {
+  const parts = rel.split('/');
+  for (let i = 1; i < parts.length; i++) {
+    const s = await lstat(join(dir, ...parts.slice(0, i))).catch(() => undefined);
+    if (s === undefined) return;
+    if (!s.isDirectory()) {
+      throw new ImageWorkspaceError(`cannot leave out ${rel}: ${parts.slice(0, i).join('/')} is not a directory in the image`);
+    }
+  }
+  await rm(join(dir, rel), { recursive: true, force: true });
+}
+
 async function copyOut(
   image: ImageRoot,
   path: string,
@@ -95,10 +111,7 @@ async function copyOut(
       [scratch, '-depth', '-name', '.git', '-exec', 'rm', '-rf', '--', '{}', '+'],
       'removing .git',
     );
-    if (exclude.length > 0) {
-      const paths = exclude.map((p) => join(scratch, p));
-      await run('rm', ['-rf', '--', ...paths], 'leaving out hidden paths');
-    }
+    for (const rel of exclude) await removeInside(scratch, rel);
     await rename(scratch, target).catch(async (err: NodeJS.ErrnoException) => {
       // Another process copied the same workspace first: use its copy.
       if (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST') throw err;

@@ -4,7 +4,7 @@
  * agent's sandbox must not see the tests or the script; the reward's runs them, and a diff that
  * writes into the hidden paths is dropped.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +13,7 @@ import { LocalImageStore } from '../../sandbox/images/index.js';
 import { InvalidSandboxSpecError } from '../../sandbox/provider.js';
 import { loadTasks } from '../../tasks/loader.js';
 import { evaluateReward } from '../../tasks/reward/index.js';
-import type { Task } from '../../tasks/schema.js';
+import { TaskSchema, type Task } from '../../tasks/schema.js';
 import { taskSandboxSpec, type SandboxView } from '../../tasks/task-sandbox.js';
 import { buildImage } from '../helpers/oci-image.js';
 import { newFileDiff } from '../sandbox/helpers.js';
@@ -53,12 +53,16 @@ const key = (): string => `r2e-${process.pid}-${n++}`;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'r2e-hidden-'));
+  // A directory of the repository holding a symlink out of it.
+  await mkdir(join(dir, 'docs'));
+  await symlink('/etc', join(dir, 'docs', 'out'));
   const image = await buildImage({
     layout: join(dir, 'layout'),
     layers: [
       {
         files: {
           '/testbed/mathx/__init__.py': SOURCE,
+          '/testbed/docs': { copyFrom: join(dir, 'docs') },
           '/testbed/run_tests.sh': 'python3 -m pytest -p no:cacheprovider -rA r2e_tests\n',
           '/r2e_tests/test_1.py': TESTS,
         },
@@ -113,10 +117,20 @@ const LOOK = [
 describe('hidden image paths', () => {
   it('are invisible to the agent, outside and inside the workspace, and present for the reward', async () => {
     const agent = await probe('agent', LOOK);
-    expect(agent).toBe('ls: cannot access \'/r2e_tests\': No such file or directory\nno-script\nmathx \npython\n');
+    expect(agent).toBe('ls: cannot access \'/r2e_tests\': No such file or directory\nno-script\ndocs mathx \npython\n');
     const reward = await probe('reward', LOOK);
-    expect(reward).toBe('test_1.py\nscript\nmathx run_tests.sh \npython\n');
+    expect(reward).toBe('test_1.py\nscript\ndocs mathx run_tests.sh \npython\n');
   }, 60_000);
+
+  it('refuse a path in the workspace reached through a symlink of the image', async () => {
+    const through = TaskSchema.parse({
+      ...task,
+      environment: { ...task.environment, hidden_paths: ['/testbed/docs/out/passwd'] },
+    });
+    await expect(taskSandboxSpec(through, 'agent', deps())).rejects.toThrow(
+      'cannot leave out docs/out/passwd: docs/out is not a directory in the image',
+    );
+  });
 
   it('refuse a path on the workspace link or through a symlink of the image, as an invalid spec', async () => {
     const spec = await taskSandboxSpec(task, 'reward', deps());
