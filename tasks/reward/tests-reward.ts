@@ -18,6 +18,7 @@
  * `canaries: 0`.
  */
 import { randomBytes } from 'node:crypto';
+import { hiddenPathsOf } from '../task-sandbox.js';
 import { canaryPlanOf, canaryStatuses } from './canary-plan.js';
 import { pathsOf, stripTestChanges } from './diff.js';
 import type { ReportedStatus } from './report.js';
@@ -32,7 +33,6 @@ import {
 import { logRunnerMounts, rewardMounts } from './runners.js';
 import { addCanaries, applyPatch, rewardSandboxSpec, withRewardSandbox } from './sandbox-steps.js';
 import { runTests } from './test-run.js';
-import { hiddenPathsOf } from '../task-sandbox.js';
 
 export async function evaluateTestsReward(
   deps: RewardDeps,
