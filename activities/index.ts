@@ -156,7 +156,7 @@ export function createActivities(deps: ActivityDeps) {
       agentName: string;
     }): Promise<SandboxRef> {
       const task = await deps.tasks.get(input.taskSource, input.taskId);
-      const made = await taskSandboxSpec(task, { images: deps.images });
+      const made = await taskSandboxSpec(task, 'agent', { images: deps.images });
       const info = await withHeartbeat(() =>
         sandboxCall(() =>
           deps.sandbox.create({

@@ -477,7 +477,13 @@ export class LocalSandboxProvider implements SandboxProvider {
     const limits = limitsOf(spec.limits, this.defaultLimits);
     await this.prepareRoot();
     const writableDirs = spec.writableDirs ?? [];
-    const planned = await rootPlanOf(image, readOnlyMounts, spec.workspaceLink, writableDirs);
+    const planned = await rootPlanOf(
+      image,
+      readOnlyMounts,
+      spec.workspaceLink,
+      writableDirs,
+      spec.hiddenImagePaths,
+    );
     // The runner's own bind targets (gVisor's preloaded shim) are mount points of the root too.
     const root: RootPlan = {
       ...planned,

@@ -50,6 +50,13 @@ export interface SandboxSpec {
    * task files of its task, which hold gold patches and hidden tests. Default none.
    */
   hiddenPaths?: string[];
+  /**
+   * Absolute paths of the image hidden in this sandbox: each is whited out in the sandbox root's
+   * top layer, so it reads as absent (e.g. R2E-Gym's `/r2e_tests`, which the reward needs and the
+   * agent must not see). None may lie on or under a mount point, the workspace link or a
+   * writable directory. Default none.
+   */
+  hiddenImagePaths?: string[];
   /** Labels the janitor and `list` select on (episode id, batch id, role). */
   labels?: Record<string, string>;
   /** Hard time to live, enforced outside the caller. Default 1 hour. */

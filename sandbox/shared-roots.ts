@@ -4,14 +4,20 @@
  * with the same image and the same mount points. Read-only with no upper layer, it is the same
  * for all of them, and a create costs no mount for its root.
  *
- *   <layersDir>/<key>/   the top layer: the mount points and the link, nothing else
+ *   <layersDir>/<key>/   the top layer: the mount points, the link and the whiteouts of hidden
+ *                        image paths, nothing else
  *   <mountsDir>/<key>/   the overlay: top layer over the image's layers, bound read-only at /
  */
+import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { chmod, chown, lstat, mkdir, readdir, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
 import { ancestors } from './mounts.js';
 import type { Mounter } from './mounter.js';
+import { InvalidSandboxSpecError } from './provider.js';
+
+const execFileAsync = promisify(execFile);
 
 /** What a sandbox's root holds on top of its image. */
 export interface RootPlan {
@@ -24,13 +30,15 @@ export interface RootPlan {
    * mount point may lie on or under it (the caller checks).
    */
   link?: { path: string; target: string };
+  /** Image paths to hide: each becomes an overlayfs whiteout in the top layer. Default none. */
+  whiteouts?: string[];
 }
 
 /** The same plan, the same key: sandboxes whose roots would be identical share one. */
 export function rootPlanKey(plan: RootPlan): string {
   const points = [...plan.mountPoints].sort((a, b) => a.path.localeCompare(b.path));
   return createHash('sha256')
-    .update(JSON.stringify([plan.imageLayers, points, plan.link ?? null]))
+    .update(JSON.stringify([plan.imageLayers, points, plan.link ?? null, [...(plan.whiteouts ?? [])].sort()]))
     .digest('hex')
     .slice(0, 24);
 }
@@ -50,16 +58,34 @@ async function imageDir(layers: string[], path: string): Promise<{ mode: number;
   return undefined;
 }
 
+/** Whether the image has any entry at `path` (a whiteout hides it). */
+async function imageHas(layers: string[], path: string): Promise<boolean> {
+  for (const layer of [...layers].reverse()) {
+    const s = await lstat(join(layer, path)).catch(() => undefined);
+    if (s) return !(s.isCharacterDevice() && s.rdev === 0);
+  }
+  return false;
+}
+
 /**
  * Makes `path` (and its parents) in `top`, a fresh directory of ours: no symlink of the image is
  * followed on the host. A parent the image has as a directory keeps its owner and mode (the top
  * layer's copy is what the merged root shows); a new one is root's, 0755.
  */
-async function makeIn(top: string, layers: string[], path: string, leaf: 'dir' | 'file' | { link: string }): Promise<void> {
+async function makeIn(
+  top: string,
+  layers: string[],
+  path: string,
+  leaf: 'dir' | 'file' | 'whiteout' | { link: string },
+): Promise<void> {
   for (const dir of ancestors(path)) {
     const hostDir = join(top, dir);
     if (await exists(hostDir)) continue;
     const image = await imageDir(layers, dir);
+    // A directory of ours over an image's symlink would replace it; a whiteout must hide only its path.
+    if (leaf === 'whiteout' && !image && (await imageHas(layers, dir))) {
+      throw new InvalidSandboxSpecError(`cannot hide ${path}: ${dir} is not a directory in the image`);
+    }
     await mkdir(hostDir);
     await chown(hostDir, image?.uid ?? 0, image?.gid ?? 0);
     await chmod(hostDir, image ? image.mode & 0o7777 : 0o755);
@@ -68,6 +94,8 @@ async function makeIn(top: string, layers: string[], path: string, leaf: 'dir' |
   if (await exists(target)) return;
   if (leaf === 'dir') await mkdir(target, { mode: 0o755 });
   else if (leaf === 'file') await writeFile(target, '', { mode: 0o444 });
+  // A 0/0 character device is overlayfs' whiteout: the image's entry below reads as absent.
+  else if (leaf === 'whiteout') await execFileAsync('mknod', [target, 'c', '0', '0']);
   else await symlink(leaf.link, target);
 }
 
@@ -136,6 +164,7 @@ export class SharedRoots {
         await makeIn(scratch, plan.imageLayers, point.path, point.file ? 'file' : 'dir');
       }
       if (plan.link) await makeIn(scratch, plan.imageLayers, plan.link.path, { link: plan.link.target });
+      for (const path of plan.whiteouts ?? []) await makeIn(scratch, plan.imageLayers, path, 'whiteout');
       await rename(scratch, dir).catch(async (err: NodeJS.ErrnoException) => {
         // Another process made the same layer first: use its copy.
         if (!(await exists(dir))) throw err;

@@ -71,6 +71,13 @@ export async function checkSpec(
       throw new InvalidSandboxSpecError(`writable directory ${path} overlaps a mount`);
     }
   }
+  for (const path of spec.hiddenImagePaths ?? []) {
+    checkSandboxPath(path);
+    const points = [...own, ...taken, ...(spec.writableDirs ?? [])];
+    if (points.some((p) => isUnder(p, path) || isUnder(path, p))) {
+      throw new InvalidSandboxSpecError(`hidden image path ${path} overlaps a mount, the workspace link or a writable directory`);
+    }
+  }
   return mounts;
 }
 
@@ -94,6 +101,7 @@ export async function rootPlanOf(
   readOnlyMounts: ReadOnlyMount[],
   workspaceLink: string | undefined,
   writableDirs: string[] = [],
+  hiddenImagePaths: string[] = [],
 ): Promise<RootPlan> {
   return {
     imageLayers: image.layers,
@@ -111,5 +119,6 @@ export async function rootPlanOf(
       ...writableDirs.map((path) => ({ path, file: false })),
     ],
     link: workspaceLink ? { path: workspaceLink, target: WORKSPACE } : undefined,
+    ...(hiddenImagePaths.length > 0 ? { whiteouts: hiddenImagePaths } : {}),
   };
 }

@@ -3,11 +3,12 @@
  * SWE-bench's `/testbed`): the files at that path in the image, copied out ONCE per image digest
  * and path into the workspace cache, without any `.git` (an image's repository carries its whole
  * history, fix commits included). The sandbox provider then makes its fresh single-commit
- * repository of them and shares that prepared layer between sandboxes.
+ * repository of them and shares that prepared layer between sandboxes. Paths left out of a copy
+ * (the task's hidden paths, for the agent) make another copy, under another name.
  */
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rename, rm, rmdir, stat } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, rename, rm, rmdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import type { ImageRoot } from '../sandbox/images/types.js';
@@ -22,21 +23,24 @@ export class ImageWorkspaceError extends Error {
 const pending = new Map<string, Promise<string>>();
 
 /**
- * The host directory holding the files at `path` inside `image`, under `cacheDir`. Concurrent
- * callers share one copy; a copy made by another process is reused.
+ * The host directory holding the files at `path` inside `image`, under `cacheDir`, without the
+ * entries at `exclude` (paths relative to `path`; default none). Concurrent callers share one
+ * copy; a copy made by another process is reused.
  */
 export function imageWorkspaceDir(
   image: ImageRoot,
   path: string,
   cacheDir: string,
+  exclude: string[] = [],
 ): Promise<string> {
+  const left = [...new Set(exclude)].sort();
   const key = createHash('sha256')
-    .update(JSON.stringify([image.digest, path]))
+    .update(JSON.stringify(left.length > 0 ? [image.digest, path, left] : [image.digest, path]))
     .digest('hex');
   const target = join(resolve(cacheDir), `image-${key.slice(0, 24)}`);
   let copy = pending.get(target);
   if (!copy) {
-    copy = copyOut(image, path, target).finally(() => pending.delete(target));
+    copy = copyOut(image, path, target, left).finally(() => pending.delete(target));
     pending.set(target, copy);
   }
   return copy;
@@ -60,7 +64,28 @@ async function run(file: string, args: string[], what: string): Promise<void> {
   }
 }
 
-async function copyOut(image: ImageRoot, path: string, target: string): Promise<string> {
+/**
+ * Removes `rel` from the copy at `dir`. The copy's symlinks are the image's: one on the way
+ * could lead the removal out of the copy, and would show the path to the agent anyway.
+ */
+async function removeInside(dir: string, rel: string): Promise<void> {
+  const parts = rel.split('/');
+  for (let i = 1; i < parts.length; i++) {
+    const s = await lstat(join(dir, ...parts.slice(0, i))).catch(() => undefined);
+    if (s === undefined) return;
+    if (!s.isDirectory()) {
+      throw new ImageWorkspaceError(`cannot leave out ${rel}: ${parts.slice(0, i).join('/')} is not a directory in the image`);
+    }
+  }
+  await rm(join(dir, rel), { recursive: true, force: true });
+}
+
+async function copyOut(
+  image: ImageRoot,
+  path: string,
+  target: string,
+  exclude: string[],
+): Promise<string> {
   if (await isDir(target)) return target;
   await mkdir(resolve(target, '..'), { recursive: true });
   const scratch = `${target}.${randomBytes(4).toString('hex')}.tmp`;
@@ -86,6 +111,7 @@ async function copyOut(image: ImageRoot, path: string, target: string): Promise<
       [scratch, '-depth', '-name', '.git', '-exec', 'rm', '-rf', '--', '{}', '+'],
       'removing .git',
     );
+    for (const rel of exclude) await removeInside(scratch, rel);
     await rename(scratch, target).catch(async (err: NodeJS.ErrnoException) => {
       // Another process copied the same workspace first: use its copy.
       if (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST') throw err;

@@ -152,7 +152,7 @@ async function mapRows(
     else if (format === 'swe-bench') raw = mapSweBenchRow(value, at, options, unknown);
     else if (format === 'swe-gym') raw = mapSweGymRow(value, at, options, unknown);
     else if (format === 'swe-rebench') raw = mapSweRebenchRow(value, at, options, unknown);
-    else raw = mapR2eGymRow(value, at);
+    else raw = mapR2eGymRow(value, at, options, unknown);
     const task = withAbsoluteWorkspace(validate(raw, at), dirname(at.file));
     await checkWorkspace(task, at);
     located.push({ task, at });

@@ -93,11 +93,25 @@ export const ImageReferenceSchema = z
     'an OCI image reference: docker://registry/name:tag, name:tag, oci:<dir>[:tag] or oci-archive:<file>[:tag]',
   );
 
+/** An absolute, normalised path inside an image. */
+const ImagePathSchema = z
+  .string()
+  .regex(/^\/[^\0]*[^/]$/, 'an absolute path inside the image')
+  .refine((p) => !p.split('/').slice(1).some((part) => part === '..' || part === '.' || part === ''), 'a normalised path (no ., .. or //)');
+
 /** Where the sandbox's root file system comes from. */
 export const EnvironmentSchema = z
   .object({
     /** The task's own OCI image. Default: the base image `scripts/setup.sh` builds. */
     image: ImageReferenceSchema.optional(),
+    /**
+     * Absolute paths in the image that the agent must never see but the reward needs, such as
+     * tests baked into the image (R2E-Gym's `/r2e_tests`). Outside an image workspace's path
+     * they are whited out of the agent's root; inside it they are left out of the agent's
+     * workspace copy, and the agent's diff may not touch them. The reward sandbox sees them all.
+     * Default none.
+     */
+    hidden_paths: z.array(ImagePathSchema).default([]),
   })
   .strict();
 export type Environment = z.infer<typeof EnvironmentSchema>;
@@ -136,14 +150,14 @@ export const TaskSchema = z
     repo: z.string().min(1),
     base_commit: z.string().default('base'),
     problem_statement: z.string().min(1),
-    /** The gold fix; required for `tests` rewards. */
+    /** The gold fix; required for `tests` rewards unless `environment.hidden_paths` is set. */
     patch: z.string().default(''),
-    /** The hidden tests; required for `tests` rewards. */
+    /** The hidden tests; required for `tests` rewards unless `environment.hidden_paths` holds them. */
     test_patch: z.string().default(''),
     FAIL_TO_PASS: TestList.default([]),
     PASS_TO_PASS: TestList.default([]),
     workspace: WorkspaceSchema,
-    environment: EnvironmentSchema.default({}),
+    environment: EnvironmentSchema.default({ hidden_paths: [] }),
     setup: z.array(z.string()).default([]),
     /**
      * Shell command run in /workspace. With `test_framework` it writes the runner's report to
@@ -177,9 +191,23 @@ export const TaskSchema = z
     if (task.workspace.kind === 'image' && task.environment.image === undefined) {
       issue('environment', 'an image workspace needs environment.image');
     }
+    if (task.environment.hidden_paths.length > 0 && task.workspace.kind !== 'image') {
+      issue('environment', 'environment.hidden_paths needs an image workspace');
+    }
+    if (task.workspace.kind === 'image') {
+      const root = task.workspace.path;
+      for (const path of task.environment.hidden_paths) {
+        if (root === path || root.startsWith(`${path}/`))
+          issue('environment', `environment.hidden_paths: ${path} would hide the whole workspace ${root}`);
+      }
+    }
     if (task.reward.kind === 'tests') {
-      if (task.patch === '') issue('patch', 'a tests reward needs the gold patch');
-      if (task.test_patch === '') issue('test_patch', 'a tests reward needs the hidden test patch');
+      // R2E-Gym publishes no exact gold diff (tasks/datasets/r2e-gym.ts): tasks with hidden tests may lack one.
+      if (task.patch === '' && task.environment.hidden_paths.length === 0)
+        issue('patch', 'a tests reward needs the gold patch');
+      // Tests hidden in the image (environment.hidden_paths) stand in for a test patch.
+      if (task.test_patch === '' && task.environment.hidden_paths.length === 0)
+        issue('test_patch', 'a tests reward needs the hidden test patch, or tests in environment.hidden_paths');
       if (task.FAIL_TO_PASS.length === 0) issue('FAIL_TO_PASS', 'FAIL_TO_PASS must name at least one test');
       if ((task.test_framework === undefined) === (task.log_parser === undefined)) {
         issue('test_framework', 'give exactly one of test_framework (a report) or log_parser (console output)');

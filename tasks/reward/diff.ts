@@ -233,19 +233,22 @@ export function pathsOf(diff: string): string[] {
 
 /**
  * The diff without the sections that touch a protected path (rules above; `protectedPaths` are
- * the paths of the task's test patch), and the paths dropped.
+ * the paths of the task's test patch; `protectedTrees` are paths protected with all below them,
+ * the task's hidden paths inside its workspace), and the paths dropped.
  */
 export function stripTestChanges(
   diff: string,
   protectedPaths: Iterable<string> = [],
+  protectedTrees: readonly string[] = [],
 ): { diff: string; dropped: string[] } {
   const hidden = new Set(protectedPaths);
+  const inTree = (p: string): boolean => protectedTrees.some((t) => p === t || p.startsWith(`${t}/`));
   const kept: string[] = [];
   const dropped: string[] = [];
   for (const section of splitDiff(diff)) {
     // A file section whose paths could not be read is dropped too: fail closed.
     const unreadable = section.paths.length === 0 && /^(?:diff |--- )/.test(section.text);
-    if (unreadable || section.paths.some((p) => hidden.has(p) || isTestPath(p)))
+    if (unreadable || section.paths.some((p) => hidden.has(p) || inTree(p) || isTestPath(p)))
       dropped.push(...section.paths);
     else kept.push(section.text);
   }

@@ -32,7 +32,8 @@ export interface RewardResult {
   failed: number;
   /**
    * How many canary tests guarded the run (canary.ts): 0 where none could be added (TAP logs,
-   * script rewards, a run that stopped before its tests).
+   * script rewards, tests hidden in the image with no test patch to add them to, a run that
+   * stopped before its tests).
    */
   canaries: number;
   durationMs: number;

@@ -30,7 +30,7 @@ export async function rewardSandboxSpec(
   const { task } = input;
   return {
     idempotencyKey: `${input.idempotencyKey}:reward`,
-    ...(await taskSandboxSpec(task, deps)),
+    ...(await taskSandboxSpec(task, 'reward', deps)),
     ...mounts,
     labels: { ...input.labels, role: 'reward', task: task.instance_id },
     ttlMs: task.timeouts.test_s * 1000 + TTL_SLACK_MS,

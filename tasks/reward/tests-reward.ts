@@ -11,8 +11,14 @@
  * output from a pipe. The tests do run the agent's code, which can write anything that process
  * can, print forged result lines included: a forged pass cannot hide the runner's real failure
  * of the same test (the worst status is kept), and output cut short leaves canaries missing.
+ *
+ * A task whose tests are hidden in its image (`environment.hidden_paths`, R2E-Gym) has no test
+ * patch: nothing is applied, the agent's diff loses every section under a hidden workspace path,
+ * and no canaries are added (canaries go into test-patch files), which the result records as
+ * `canaries: 0`.
  */
 import { randomBytes } from 'node:crypto';
+import { hiddenPathsOf } from '../task-sandbox.js';
 import { canaryPlanOf, canaryStatuses } from './canary-plan.js';
 import { pathsOf, stripTestChanges } from './diff.js';
 import type { ReportedStatus } from './report.js';
@@ -37,7 +43,11 @@ export async function evaluateTestsReward(
   const random = deps.random ?? randomBytes;
   const { task } = input;
   const named = [...new Set([...task.FAIL_TO_PASS, ...task.PASS_TO_PASS])];
-  const { diff: agentPatch, dropped } = stripTestChanges(input.agentDiff, pathsOf(task.test_patch));
+  const { diff: agentPatch, dropped } = stripTestChanges(
+    input.agentDiff,
+    pathsOf(task.test_patch),
+    hiddenPathsOf(task).inWorkspace,
+  );
   let guards = 0;
 
   const finish = (
@@ -78,15 +88,19 @@ export async function evaluateTestsReward(
       if (applied.exitCode !== 0)
         return finish('patch_failed', {}, `agent diff does not apply: ${applied.stderr}`);
     }
-    const testsApplied = await applyPatch(provider, id, task.test_patch);
-    if (testsApplied.exitCode !== 0) {
+    // Tests hidden in the image (environment.hidden_paths) come with no patch to apply.
+    const testsApplied =
+      task.test_patch === '' ? undefined : await applyPatch(provider, id, task.test_patch);
+    if (testsApplied && testsApplied.exitCode !== 0) {
       return finish(
         'patch_failed',
         {},
         `test patch does not apply over the agent diff: ${testsApplied.stderr}`,
       );
     }
-    const canaries = await addCanaries(provider, id, task, canaryPlanOf(task), random);
+    // Canaries go into test-patch files; tests hidden in the image have none to go into.
+    const plan = task.test_patch === '' ? undefined : canaryPlanOf(task);
+    const canaries = await addCanaries(provider, id, task, plan, random);
     if (typeof canaries === 'string') return finish('patch_failed', {}, canaries);
     guards = canaries.reduce((n, c) => n + c.ids.length, 0);
 

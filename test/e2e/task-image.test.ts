@@ -167,7 +167,7 @@ describe('a batch whose task names an OCI image in a local registry', () => {
     const provider = new BubblewrapProvider({ rootDir: join(dir, 'sandboxes'), images });
     const info = await provider.create({
       idempotencyKey: `probe-${Date.now()}`,
-      ...(await taskSandboxSpec(task!, { images, workspaceCacheDir: join(dir, 'workspaces') })),
+      ...(await taskSandboxSpec(task!, 'agent', { images, workspaceCacheDir: join(dir, 'workspaces') })),
     });
     try {
       const run = async (shell: string): Promise<string> => {

@@ -237,6 +237,17 @@ describe('stripTestChanges', () => {
   });
 });
 
+describe('stripTestChanges with protected trees', () => {
+  it('drops a section on or under a protected tree, and only those', () => {
+    const section = (path: string): string =>
+      `diff --git a/${path} b/${path}\nnew file mode 100644\n--- /dev/null\n+++ b/${path}\n@@ -0,0 +1 @@\n+x\n`;
+    const diff = ['run_tests.sh', 'r2e_tests/helpers.py', 'r2e_tests_more/a.py', 'src/a.py'].map(section).join('');
+    const { diff: kept, dropped } = stripTestChanges(diff, [], ['run_tests.sh', 'r2e_tests']);
+    expect(dropped).toEqual(['run_tests.sh', 'r2e_tests/helpers.py']);
+    expect(kept).toBe(section('r2e_tests_more/a.py') + section('src/a.py'));
+  });
+});
+
 describe('unquoteGitPath', () => {
   it('decodes C-style quoting', () => {
     expect(unquoteGitPath('"a/tab\\there \\"q\\" back\\\\slash"')).toBe(

@@ -112,6 +112,23 @@ describe('loadTaskFile', () => {
     expect(err.message).toContain('→ at FAIL_TO_PASS');
   });
 
+  it('takes hidden image paths in place of a test patch, on an image workspace only', async () => {
+    const image = { workspace: { kind: 'image', path: '/testbed' }, test_patch: '' };
+    const ok = sweTask('h-1', { ...image, environment: { image: 'r2e/demo:1', hidden_paths: ['/r2e_tests'] } });
+    const [task] = await loadTaskFile(await write('hidden-ok.json', JSON.stringify(ok)));
+    expect(task?.environment.hidden_paths).toEqual(['/r2e_tests']);
+    const cases: [Record<string, unknown>, string][] = [
+      [sweTask('h-2', { ...image, environment: { image: 'r2e/demo:1' } }), 'a tests reward needs the hidden test patch'],
+      [sweTask('h-3', { environment: { hidden_paths: ['/r2e_tests'] } }), 'environment.hidden_paths needs an image workspace'],
+      [sweTask('h-4', { ...image, environment: { image: 'r2e/demo:1', hidden_paths: ['/testbed'] } }), 'would hide the whole workspace'],
+      [sweTask('h-5', { ...image, environment: { image: 'r2e/demo:1', hidden_paths: ['/a/../b'] } }), 'a normalised path'],
+    ];
+    for (const [i, [row, message]] of cases.entries()) {
+      const err = await loadError(loadTaskFile(await write(`hidden-bad-${i}.json`, JSON.stringify(row))));
+      expect(err.message).toContain(message);
+    }
+  });
+
   it('rejects an unknown key and suggests the key meant', async () => {
     const row = sweTask('e-3', { test_framwork: 'unittest' });
     delete row.test_framework;

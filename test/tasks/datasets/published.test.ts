@@ -249,19 +249,85 @@ describe('SWE-rebench rows', () => {
   });
 });
 
+/** An R2E-Gym-Subset row as published on the hub (JSON columns as strings). */
+function r2eGymRow(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  const hash = 'f0d74880deec8fcd982bce639c93c5e130d41198';
+  return {
+    repo_name: 'aiohttp',
+    docker_image: `namanjain12/aiohttp_final:${hash}`,
+    commit_hash: hash,
+    parsed_commit_content: JSON.stringify({
+      old_commit_hash: '6c3f1d0a9b2e4f5a6b7c8d9e0f1a2b3c4d5e6f70',
+      new_commit_hash: hash,
+      commit_message: 'Fix cookie parsing',
+      file_diffs: [],
+    }),
+    execution_result_content: '{}',
+    modified_files: ['aiohttp/cookiejar.py'],
+    relevant_files: [],
+    num_non_test_files: 1,
+    num_non_test_func_methods: 1,
+    num_non_test_lines: 4,
+    prompt: 'x',
+    problem_statement: 'Cookies with quotes are parsed wrongly',
+    expected_output_json: JSON.stringify({
+      'TestCookieJar.test_quoted': 'PASSED',
+      'test_plain[1-2]': 'PASSED',
+      'TestCookieJar.test_broken - AssertionError': 'FAILED',
+    }),
+    ...overrides,
+  };
+}
+
 describe('R2E-Gym rows', () => {
-  it('are recognised and refused with the reason, naming the row', async () => {
-    const row = {
-      repo_name: 'aiohttp',
-      commit_hash: 'f0d74880deec8fcd982bce639c93c5e130d41198',
-      docker_image: 'namanjain12/aiohttp_final:f0d74880deec8fcd982bce639c93c5e130d41198',
-      problem_statement: 'x',
-      expected_output_json: '{"test_a": "PASSED"}',
-    };
-    const file = await write('r2e.jsonl', [row]);
-    const report = loadTaskReport(file);
-    const err = await loadError(report);
-    expect(err.message).toContain(`${file}:1: task aiohttp@f0d74880deec8fcd982bce639c93c5e130d41198: expected_output_json:`);
+  it('load as published: tests hidden in the image, run_tests.sh, the tests expected to pass', async () => {
+    const file = await write('r2e.jsonl', [r2eGymRow()]);
+    const warnings: string[] = [];
+    const report = await loadTaskReport(file, { warn: (w) => warnings.push(w) });
+    expect(warnings).toEqual([]);
+    expect(report.format).toBe('r2e-gym');
+    const [task] = report.tasks.map((t) => t.task);
+    expect(task).toMatchObject({
+      instance_id: 'aiohttp-f0d74880deec8fcd982bce639c93c5e130d41198',
+      repo: 'aiohttp',
+      base_commit: '6c3f1d0a9b2e4f5a6b7c8d9e0f1a2b3c4d5e6f70',
+      patch: '',
+      test_patch: '',
+      FAIL_TO_PASS: ['r2e_tests::TestCookieJar.test_quoted', 'r2e_tests::test_plain[1-2]'],
+      PASS_TO_PASS: [],
+      workspace: { kind: 'image', path: '/testbed' },
+      environment: {
+        image: 'namanjain12/aiohttp_final:f0d74880deec8fcd982bce639c93c5e130d41198',
+        hidden_paths: ['/r2e_tests', '/testbed/r2e_tests', '/testbed/run_tests.sh'],
+      },
+      log_parser: 'pytest',
+    });
+    expect(task!.test_command).toContain('bash run_tests.sh');
+    expect(await checkTasks(report.tasks)).toEqual([]);
+  });
+
+  it('name the row and field at fault', async () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [r2eGymRow({ expected_output_json: '{"a": ' }), 'expected_output_json'],
+      [r2eGymRow({ expected_output_json: '{"a": "FAILED"}' }), 'expected_output_json: no test is expected to pass'],
+      [r2eGymRow({ parsed_commit_content: '{}' }), 'parsed_commit_content'],
+      [r2eGymRow({ commit_hash: 'HEAD' }), 'commit_hash'],
+      [r2eGymRow({ docker_image: 'Not An Image' }), 'environment.image'],
+      [r2eGymRow({ problem_statement: '' }), 'problem_statement'],
+    ];
+    for (const [i, [row, field]] of cases.entries()) {
+      const file = await write(`r2e-bad-${i}.jsonl`, [r2eGymRow(), row]);
+      const err = await loadError(loadTasks(file, { warn: () => undefined }));
+      expect(err.message).toContain(`${file}:2:`);
+      expect(err.message).toContain(field);
+    }
+  });
+
+  it('warn of unknown columns', async () => {
+    const file = await write('r2e-extra.jsonl', [r2eGymRow({ difficulty: 'hard' })]);
+    const warnings: string[] = [];
+    await loadTasks(file, { warn: (w) => warnings.push(w) });
+    expect(warnings).toEqual([`${file}:1: unknown R2E-Gym field "difficulty" ignored (in 1 row)`]);
   });
 });
 
