@@ -52,6 +52,7 @@ import {
   writableDirHost,
   type LayerPaths,
 } from './layers.js';
+import { buildLauncher, DEFAULT_LAUNCHER_DIR } from './launcher.js';
 import { sharedMounter, type Mounter } from './mounter.js';
 import { SharedRoots, type RootPlan } from './shared-roots.js';
 import { checkSpec, limitsOf, rootPlanOf } from './spec-check.js';
@@ -104,6 +105,10 @@ export interface LocalSandboxProviderOptions {
    * `rootDir`. Default `/run/agent-rollout/<hash of rootDir>`.
    */
   mountRoot?: string;
+  /** Where the sandbox launcher (`launcher.ts`) is built on first use. Default `/run/agent-rollout-launcher`. */
+  launcherDir?: string;
+  /** The C compiler that builds the launcher. Default `cc` from PATH. */
+  cc?: string;
 }
 
 /** Where the default mount roots of all providers on this host live. */
@@ -151,7 +156,9 @@ export class LocalSandboxProvider implements SandboxProvider {
   private readonly mountRoot: string;
   private readonly sandboxUser: SandboxUser;
   private readonly defaultLimits: Required<SandboxLimits>;
-  private readonly resourceControlOptions: ResourceControlOptions;
+  private readonly resourceControlOptions: Omit<ResourceControlOptions, 'launcher'>;
+  private readonly launcherDir: string;
+  private readonly cc: string;
   private readonly workspaceLayers: WorkspaceLayerCache;
   private readonly mounter: Mounter = sharedMounter();
   private readonly roots: SharedRoots;
@@ -185,6 +192,8 @@ export class LocalSandboxProvider implements SandboxProvider {
       parent: options.cgroupParent ?? 'agent-rollout',
       rootDir: this.rootDir,
     };
+    this.launcherDir = options.launcherDir ?? DEFAULT_LAUNCHER_DIR;
+    this.cc = options.cc ?? 'cc';
     this.workspaceLayers = new WorkspaceLayerCache(join(this.rootDir, LAYERS_DIR), this.sandboxUser);
     this.roots = new SharedRoots(
       join(this.mountRoot, ROOT_LAYERS_DIR),
@@ -198,9 +207,15 @@ export class LocalSandboxProvider implements SandboxProvider {
     return (await this.rc()).kind;
   }
 
-  /** Detected on first use, so constructing a provider touches nothing on the host. */
+  /** Detected (and the launcher built) on first use, so constructing a provider touches nothing on the host. */
   private rc(): Promise<ResourceControl> {
-    this.resourceControlReady ??= detectResourceControl(this.resourceControlOptions);
+    this.resourceControlReady ??= buildLauncher(this.launcherDir, this.cc)
+      .then((launcher) => detectResourceControl({ ...this.resourceControlOptions, launcher }))
+      .catch((err: unknown) => {
+        // A failed build or detection is tried again by the next call, not cached for ever.
+        this.resourceControlReady = undefined;
+        throw err;
+      });
     return this.resourceControlReady;
   }
 
@@ -255,7 +270,7 @@ export class LocalSandboxProvider implements SandboxProvider {
       ),
       maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
       limits: meta.limits,
-      launcher: rc.launcher(id, this.hostLimits(meta.limits)),
+      launcher: (user) => rc.launcher(id, this.hostLimits(meta.limits), user),
       shmBytes: Math.min(SHM_BYTES, meta.limits.diskBytes),
       user: this.sandboxUser,
       beforeKill: () => rc.thaw(id).catch(() => undefined),
