@@ -109,6 +109,19 @@ async function killUntilEmpty(procsFile: string): Promise<void> {
   }
 }
 
+/** rmdir of a group that has no task (or is gone already): `false` when one is left in it. */
+async function removeIfEmpty(dir: string): Promise<boolean> {
+  try {
+    await rmdir(dir);
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return true;
+    if (code === 'EBUSY') return false;
+    throw new ProviderUnavailableError(`cannot remove cgroup ${dir}: ${(err as Error).message}`);
+  }
+}
+
 /** rmdir that tolerates a group that is already gone and waits out a briefly busy one. */
 async function removeGroupDir(dir: string): Promise<void> {
   for (let attempt = 0; ; attempt++) {
@@ -146,11 +159,10 @@ class CgroupV1 implements ResourceControl {
     await Promise.all([
       writeControl(join(this.dir('memory', id), 'memory.limit_in_bytes'), `${limits.memoryBytes}`),
       writeControl(join(this.dir('pids', id), 'pids.max'), `${limits.maxProcesses}`),
-      writeControl(join(this.dir('cpu', id), 'cpu.cfs_period_us'), `${CPU_PERIOD_US}`).then(() =>
-        writeControl(
-          join(this.dir('cpu', id), 'cpu.cfs_quota_us'),
-          `${Math.max(1000, Math.round(limits.cpus * CPU_PERIOD_US))}`,
-        ),
+      // A new group's period is always the kernel's default, CPU_PERIOD_US: the quota is enough.
+      writeControl(
+        join(this.dir('cpu', id), 'cpu.cfs_quota_us'),
+        `${Math.max(1000, Math.round(limits.cpus * CPU_PERIOD_US))}`,
       ),
     ]);
   }
@@ -187,8 +199,17 @@ class CgroupV1 implements ResourceControl {
   }
 
   async remove(id: string): Promise<void> {
-    if (await exists(this.dir('pids', id))) await this.killAll(id);
-    await Promise.all(V1_CONTROLLERS.map((c) => removeGroupDir(this.dir(c, id))));
+    // rmdir fails with EBUSY while a group has a task: an empty sandbox is removed at once, and
+    // only a group with something left in it is thawed and emptied first.
+    const busy = (
+      await Promise.all(
+        V1_CONTROLLERS.map(async (c) => ((await removeIfEmpty(this.dir(c, id))) ? [] : [c])),
+      )
+    ).flat();
+    if (busy.length === 0) return;
+    await this.thaw(id);
+    for (const c of busy) await killUntilEmpty(join(this.dir(c, id), 'cgroup.procs'));
+    await Promise.all(busy.map((c) => removeGroupDir(this.dir(c, id))));
   }
 
   async memoryUsage(id: string): Promise<number | undefined> {
@@ -271,6 +292,7 @@ class CgroupV2 implements ResourceControl {
   }
 
   async remove(id: string): Promise<void> {
+    if (await removeIfEmpty(this.dir(id))) return;
     await this.killAll(id);
     await removeGroupDir(this.dir(id));
   }

@@ -592,11 +592,13 @@ export class LocalSandboxProvider implements SandboxProvider {
       const runs = [...(this.running.get(id) ?? [])];
       for (const run of runs) run.kill();
       await Promise.allSettled(runs.map((run) => run.done));
-      // Kills what is left in the group (other processes' commands) before removing it.
-      await rc.remove(id);
       const mountDir = this.mountDir(id);
       const dir = this.dir(id);
-      await this.mounter
+      // The group and the mounts are independent: what is left in the group (other processes'
+      // commands) is killed while the layers go. A live command keeps its own copies of the
+      // mounts in its namespace until it dies, so it loses nothing it could use to get out.
+      const group = rc.remove(id);
+      const layers = this.mounter
         .run([
           ...removeLayersOps(mountDir),
           { op: 'unlink', path: metaPath(dir), tolerate: ['ENOENT'] },
@@ -609,6 +611,7 @@ export class LocalSandboxProvider implements SandboxProvider {
           await rm(mountDir, { recursive: true, force: true, maxRetries: 3 });
           await rm(dir, { recursive: true, force: true, maxRetries: 3 });
         });
+      await Promise.all([group, layers]);
     } finally {
       this.removing.delete(id);
     }
