@@ -472,9 +472,12 @@ export class LocalSandboxProvider implements SandboxProvider {
 
   private async createOnce(id: string, spec: SandboxSpec): Promise<SandboxInfo> {
     const workspaceDir = resolve(spec.workspaceDir);
-    const readOnlyMounts = await checkSpec(workspaceDir, spec, this.sandboxUser);
     const dir = this.dir(id);
-    const existing = await readMeta(dir);
+    // Independent reads overlap here and below: each one is a trip to the thread pool.
+    const [readOnlyMounts, existing] = await Promise.all([
+      checkSpec(workspaceDir, spec, this.sandboxUser),
+      readMeta(dir),
+    ]);
     if (existing && existing.expiresAt > Date.now()) {
       if (existing.idempotencyKey !== spec.idempotencyKey) {
         throw new InvalidSandboxSpecError(
@@ -484,15 +487,20 @@ export class LocalSandboxProvider implements SandboxProvider {
       return infoOf(existing);
     }
     const reference = spec.image ?? BASE_IMAGE;
-    const image = await this.resolveImage(reference);
+    const [image, leftover] = await Promise.all([
+      this.resolveImage(reference),
+      Promise.all([exists(dir), exists(this.mountDir(id))]).then((found) => found.includes(true)),
+    ]);
     // Expired or half-made: what is there is of no use to this create. (A cgroup left without
     // either is the sweep's; creating the group again reuses it.)
-    if ((await exists(dir)) || (await exists(this.mountDir(id)))) await this.remove(id);
-    await this.checkQuota(id);
+    if (leftover) await this.remove(id);
     const limits = limitsOf(spec.limits, this.defaultLimits);
-    await this.prepareRoot();
     const writableDirs = spec.writableDirs ?? [];
-    const planned = await rootPlanOf(image, readOnlyMounts, spec.workspaceLink, writableDirs);
+    const [planned] = await Promise.all([
+      rootPlanOf(image, readOnlyMounts, spec.workspaceLink, writableDirs),
+      this.checkQuota(id),
+      this.prepareRoot(),
+    ]);
     // The runner's own bind targets (gVisor's preloaded shim) are mount points of the root too.
     const root: RootPlan = {
       ...planned,
@@ -500,10 +508,12 @@ export class LocalSandboxProvider implements SandboxProvider {
     };
     const source = { workspaceDir, initGitRepo: spec.initGitRepo ?? true };
     try {
-      await mkdir(dir);
-      const workspaceLower = spec.workspaceKey
-        ? await this.workspaceLayers.layer(spec.workspaceKey, source)
-        : join(dir, 'base');
+      const [workspaceLower] = await Promise.all([
+        spec.workspaceKey
+          ? this.workspaceLayers.layer(spec.workspaceKey, source)
+          : join(dir, 'base'),
+        mkdir(dir),
+      ]);
       if (!spec.workspaceKey) await prepareWorkspace(source, workspaceLower, this.sandboxUser);
       await Promise.all([
         (await this.rc()).create(id, this.hostLimits(limits)),
