@@ -25,8 +25,6 @@ const ISOLATION_ARGS = [
   'ALL',
   '--die-with-parent',
   '--new-session',
-  '--chdir', // the wrapper changes to the command's cwd; this keeps the host's out of the picture
-  '/',
   '--clearenv',
 ];
 
