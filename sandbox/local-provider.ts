@@ -56,7 +56,16 @@ import { buildLauncher, DEFAULT_LAUNCHER_DIR } from './launcher.js';
 import { sharedMounter, type Mounter } from './mounter.js';
 import { SharedRoots, type RootPlan } from './shared-roots.js';
 import { checkSpec, limitsOf, rootPlanOf } from './spec-check.js';
-import { infoOf, isSandboxId, metaPath, readMeta, sandboxId, writeMeta, type SandboxMeta } from './meta.js';
+import {
+  infoOf,
+  isSandboxId,
+  metaPath,
+  readMeta,
+  sandboxId,
+  stageMeta,
+  writeMeta,
+  type SandboxMeta,
+} from './meta.js';
 import type { RunningCommand } from './process.js';
 import type { SandboxBind, SandboxRunner, SandboxUser } from './runner.js';
 import { prepareWorkspace, WorkspaceLayerCache } from './workspace-layer.js';
@@ -508,14 +517,32 @@ export class LocalSandboxProvider implements SandboxProvider {
     };
     const source = { workspaceDir, initGitRepo: spec.initGitRepo ?? true };
     try {
-      const [workspaceLower] = await Promise.all([
+      const [workspaceLower, hiddenPaths] = await Promise.all([
         spec.workspaceKey
           ? this.workspaceLayers.layer(spec.workspaceKey, source)
           : join(dir, 'base'),
+        realPaths(spec.hiddenPaths ?? []),
         mkdir(dir),
       ]);
       if (!spec.workspaceKey) await prepareWorkspace(source, workspaceLower, this.sandboxUser);
-      await Promise.all([
+      const createdAt = Date.now();
+      const meta: SandboxMeta = {
+        version: 1,
+        id,
+        idempotencyKey: spec.idempotencyKey,
+        labels: { ...spec.labels },
+        createdAt,
+        expiresAt: createdAt + (spec.ttlMs ?? this.defaultTtlMs),
+        image: { reference, digest: image.digest, env: image.env },
+        root,
+        readOnlyMounts,
+        hiddenPaths,
+        writableDirs,
+        limits,
+      };
+      const [staged] = await Promise.all([
+        // Written meanwhile under a scratch name: renamed into place last, it makes the sandbox.
+        stageMeta(dir, meta),
         (await this.rc()).create(id, this.hostLimits(limits)),
         this.roots.root(root),
         mountLayers(this.mounter, this.mountDir(id), {
@@ -529,6 +556,8 @@ export class LocalSandboxProvider implements SandboxProvider {
         await mkdir(writableDirHost(layers, i), { recursive: true });
         await chown(writableDirHost(layers, i), this.sandboxUser.uid, this.sandboxUser.gid);
       }
+      await staged.commit();
+      return infoOf(meta);
     } catch (err) {
       await this.remove(id).catch(() => undefined);
       if (err instanceof SandboxError) throw err;
@@ -537,23 +566,6 @@ export class LocalSandboxProvider implements SandboxProvider {
         { cause: err },
       );
     }
-    const createdAt = Date.now();
-    const meta: SandboxMeta = {
-      version: 1,
-      id,
-      idempotencyKey: spec.idempotencyKey,
-      labels: { ...spec.labels },
-      createdAt,
-      expiresAt: createdAt + (spec.ttlMs ?? this.defaultTtlMs),
-      image: { reference, digest: image.digest, env: image.env },
-      root,
-      readOnlyMounts,
-      hiddenPaths: await realPaths(spec.hiddenPaths ?? []),
-      writableDirs,
-      limits,
-    };
-    await writeMeta(dir, meta);
-    return infoOf(meta);
   }
 
   /** The spec's image; one that cannot be had is a spec error unless trying again may help. */
