@@ -15,7 +15,8 @@ export const DEFAULT_LAUNCHER_DIR = '/run/agent-rollout-launcher';
 
 /** The built launcher in `dir` (built now if missing); `cc` is the C compiler. */
 export function buildLauncher(dir: string, cc: string): Promise<string> {
-  return buildNative({ source: SOURCE, dir, cc, flags: ['-O2'], suffix: '', what: 'sandbox launcher' });
+  const what = 'sandbox launcher';
+  return buildNative({ source: SOURCE, dir, cc, flags: ['-O2'], suffix: '', what });
 }
 
 export interface Launch {

@@ -114,7 +114,10 @@ export interface LocalSandboxProviderOptions {
    * `rootDir`. Default `/run/agent-rollout/<hash of rootDir>`.
    */
   mountRoot?: string;
-  /** Where the sandbox launcher (`launcher.ts`) is built on first use. Default `/run/agent-rollout-launcher`. */
+  /**
+   * Where the sandbox launcher (`launcher.ts`) is built on first use; root only. Default
+   * `/run/agent-rollout-launcher`.
+   */
   launcherDir?: string;
   /** The C compiler that builds the launcher. Default `cc` from PATH. */
   cc?: string;
@@ -216,7 +219,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     return (await this.rc()).kind;
   }
 
-  /** Detected (and the launcher built) on first use, so constructing a provider touches nothing on the host. */
+  /** Detected, and the launcher built, on first use: constructing a provider touches nothing on the host. */
   private rc(): Promise<ResourceControl> {
     this.resourceControlReady ??= buildLauncher(this.launcherDir, this.cc)
       .then((launcher) => detectResourceControl({ ...this.resourceControlOptions, launcher }))

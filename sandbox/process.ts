@@ -2,10 +2,10 @@
  * Running one command under bwrap: output caps, stdin, timeout, and killing the whole sandbox.
  *
  * Every run has its own pid namespace, whose init is a bwrap process (its host pid and namespace
- * inode come from `--json-status-fd`). The kernel kills every process in a pid namespace when its init
- * dies, and the init only turns zombie once the namespace is empty. The outer bwrap, though, exits
- * as soon as the command itself exits, while a daemonised child may still hold the init up; so a
- * run settles only after its init has been killed and has turned zombie (or is gone). Then
+ * inode come from `--json-status-fd`). The kernel kills every process in a pid namespace when its
+ * init dies, and the init only turns zombie once the namespace is empty. The outer bwrap, though,
+ * exits as soon as the command itself exits, while a daemonised child may still hold the init up;
+ * so a run settles only after its init has been killed and has turned zombie (or is gone). Then
  * nothing the run started is left on the host, whether it finished, timed out or was killed.
  */
 import { spawn } from 'node:child_process';
