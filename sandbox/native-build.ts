@@ -1,7 +1,7 @@
 /**
  * Builds a small C helper of this project (the gVisor statx shim, the sandbox launcher) with the
  * host's C compiler on first use, once per source version: the output is named after a hash of
- * the source, so an edited source is built afresh and an unchanged one never again.
+ * the source and the flags, so an edited source is built afresh and an unchanged one never again.
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -30,7 +30,11 @@ export interface NativeBuild {
 /** The built output in `dir` (built now if missing). */
 export async function buildNative(build: NativeBuild): Promise<string> {
   const source = await readFile(build.source);
-  const key = createHash('sha256').update(source).digest('hex').slice(0, 12);
+  const key = createHash('sha256')
+    .update(JSON.stringify(build.flags))
+    .update(source)
+    .digest('hex')
+    .slice(0, 12);
   const out = join(build.dir, `${basename(build.source, '.c')}-${key}${build.suffix}`);
   if (await access(out).then(() => true, () => false)) return out;
   await mkdir(build.dir, { recursive: true, mode: 0o700 });
