@@ -1,6 +1,6 @@
 /**
- * Runs one command of a sandbox with bubblewrap: the launcher puts it under the sandbox's limits,
- * `setpriv` drops to the unprivileged sandbox user, and bwrap starts it in fresh namespaces (no
+ * Runs one command of a sandbox with bubblewrap: the launcher puts it under the sandbox's limits
+ * and drops to the unprivileged sandbox user, and bwrap starts it in fresh namespaces (no
  * network but loopback, own pids, no capabilities, no further user namespaces) under a seccomp
  * filter (`seccomp.ts`), over the sandbox's root read-only and the binds it is given, and no
  * other host path. See `process.ts` for how the run is watched and killed.
@@ -25,8 +25,6 @@ const ISOLATION_ARGS = [
   'ALL',
   '--die-with-parent',
   '--new-session',
-  '--chdir', // the wrapper changes to the command's cwd; this keeps the host's out of the picture
-  '/',
   '--clearenv',
 ];
 
@@ -54,16 +52,8 @@ export class BubblewrapRunner implements SandboxRunner {
   }
 
   run(request: RunRequest): RunningCommand {
-    const { uid, gid } = request.user;
     return runInBwrap({
-      launcher: [
-        ...request.launcher,
-        'setpriv',
-        `--reuid=${uid}`,
-        `--regid=${gid}`,
-        '--clear-groups',
-        '--',
-      ],
+      launcher: request.launcher(request.user),
       bwrapPath: this.bwrapPath,
       bwrapArgs: [
         ...ISOLATION_ARGS,

@@ -1,8 +1,8 @@
 /**
  * Resource limits of a sandbox: one cgroup per sandbox (v2, or v1 with the memory, pids, cpu and
  * freezer controllers), detected at run time, or `prlimit` rlimits where no cgroup hierarchy is
- * writable. Every exec of a sandbox joins the sandbox's cgroup before bwrap starts (the launcher
- * moves itself into the group and then execs bwrap), so limits hold across all the
+ * writable. Every exec of a sandbox joins the sandbox's cgroup before bwrap starts (the launcher,
+ * `launcher.ts`, moves itself into the group and then execs bwrap), so limits hold across all the
  * sandbox's commands together, and the freezer and the kill reach all of them.
  *
  * Cgroups live at `<mount>/<parent>/<rootKey>/<sandboxId>`: `rootKey` is derived from the
@@ -12,7 +12,9 @@ import { createHash } from 'node:crypto';
 import { access, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { launcherArgv } from './launcher.js';
 import { ProviderUnavailableError, SandboxError } from './provider.js';
+import type { SandboxUser } from './runner.js';
 
 export type ResourceControlKind = 'cgroup-v2' | 'cgroup-v1' | 'prlimit';
 
@@ -30,8 +32,11 @@ export interface ResourceControl {
   readonly canFreeze: boolean;
   /** Makes the sandbox's group with its limits; idempotent. */
   create(id: string, limits: ResourceLimits): Promise<void>;
-  /** The argv prefix that puts the command that follows under the sandbox's limits. */
-  launcher(id: string, limits: ResourceLimits): string[];
+  /**
+   * The argv prefix that puts the command that follows under the sandbox's limits, as `user`
+   * when given (else as root), and execs it.
+   */
+  launcher(id: string, limits: ResourceLimits, user?: SandboxUser): string[];
   freeze(id: string): Promise<void>;
   thaw(id: string): Promise<void>;
   /** Kills every process of the sandbox and resolves once none is left. */
@@ -57,18 +62,6 @@ export class FreezerUnavailableError extends SandboxError {
 const CGROUP_MOUNT = '/sys/fs/cgroup';
 const V1_CONTROLLERS = ['memory', 'pids', 'cpu', 'freezer'] as const;
 const CPU_PERIOD_US = 100_000;
-
-/**
- * Joins every group whose `cgroup.procs` (or v1 `tasks`) file is given before `--`, then becomes
- * the command after it. A failed join exits 125 before anything of the sandbox has started.
- */
-const ENTER_SCRIPT = `while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"`;
-/**
- * The v1 variant: `0` into `tasks` moves the writing thread (the shell has only the one), which
- * the kernel does without its global threadgroup lock, whose writer waits out an RCU grace
- * period (milliseconds on a busy host) on every `cgroup.procs` write.
- */
-const ENTER_SCRIPT_V1 = `while [ "$1" != -- ]; do echo 0 > "$1" || exit 125; shift; done; shift; exec "$@"`;
 
 export function rootKeyOf(rootDir: string): string {
   return createHash('sha256').update(rootDir).digest('hex').slice(0, 12);
@@ -116,6 +109,19 @@ async function killUntilEmpty(procsFile: string): Promise<void> {
   }
 }
 
+/** rmdir of a group that has no task (or is gone already): `false` when one is left in it. */
+async function removeIfEmpty(dir: string): Promise<boolean> {
+  try {
+    await rmdir(dir);
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return true;
+    if (code === 'EBUSY') return false;
+    throw new ProviderUnavailableError(`cannot remove cgroup ${dir}: ${(err as Error).message}`);
+  }
+}
+
 /** rmdir that tolerates a group that is already gone and waits out a briefly busy one. */
 async function removeGroupDir(dir: string): Promise<void> {
   for (let attempt = 0; ; attempt++) {
@@ -138,7 +144,10 @@ async function removeGroupDir(dir: string): Promise<void> {
 class CgroupV1 implements ResourceControl {
   readonly kind = 'cgroup-v1';
   readonly canFreeze = true;
-  constructor(private readonly base: (controller: string) => string) {}
+  constructor(
+    private readonly base: (controller: string) => string,
+    private readonly launcherPath: string,
+  ) {}
 
   private dir(controller: string, id: string): string {
     return join(this.base(controller), id);
@@ -150,18 +159,19 @@ class CgroupV1 implements ResourceControl {
     await Promise.all([
       writeControl(join(this.dir('memory', id), 'memory.limit_in_bytes'), `${limits.memoryBytes}`),
       writeControl(join(this.dir('pids', id), 'pids.max'), `${limits.maxProcesses}`),
-      writeControl(join(this.dir('cpu', id), 'cpu.cfs_period_us'), `${CPU_PERIOD_US}`).then(() =>
-        writeControl(
-          join(this.dir('cpu', id), 'cpu.cfs_quota_us'),
-          `${Math.max(1000, Math.round(limits.cpus * CPU_PERIOD_US))}`,
-        ),
+      // A new group's period is always the kernel's default, CPU_PERIOD_US: the quota is enough.
+      writeControl(
+        join(this.dir('cpu', id), 'cpu.cfs_quota_us'),
+        `${Math.max(1000, Math.round(limits.cpus * CPU_PERIOD_US))}`,
       ),
     ]);
   }
 
-  launcher(id: string): string[] {
+  launcher(id: string, _limits: ResourceLimits, user?: SandboxUser): string[] {
+    // `tasks`, not `cgroup.procs`: the launcher is single-threaded, and moving one thread spares
+    // the kernel's global threadgroup lock (an RCU grace period per write on a busy host).
     const tasks = V1_CONTROLLERS.map((c) => join(this.dir(c, id), 'tasks'));
-    return ['/bin/sh', '-c', ENTER_SCRIPT_V1, 'sandbox-enter', ...tasks, '--'];
+    return launcherArgv(this.launcherPath, { join: tasks, user });
   }
 
   async freeze(id: string): Promise<void> {
@@ -189,8 +199,17 @@ class CgroupV1 implements ResourceControl {
   }
 
   async remove(id: string): Promise<void> {
-    if (await exists(this.dir('pids', id))) await this.killAll(id);
-    await Promise.all(V1_CONTROLLERS.map((c) => removeGroupDir(this.dir(c, id))));
+    // rmdir fails with EBUSY while a group has a task: an empty sandbox is removed at once, and
+    // only a group with something left in it is thawed and emptied first.
+    const busy = (
+      await Promise.all(
+        V1_CONTROLLERS.map(async (c) => ((await removeIfEmpty(this.dir(c, id))) ? [] : [c])),
+      )
+    ).flat();
+    if (busy.length === 0) return;
+    await this.thaw(id);
+    for (const c of busy) await killUntilEmpty(join(this.dir(c, id), 'cgroup.procs'));
+    await Promise.all(busy.map((c) => removeGroupDir(this.dir(c, id))));
   }
 
   async memoryUsage(id: string): Promise<number | undefined> {
@@ -218,7 +237,10 @@ class CgroupV1 implements ResourceControl {
 class CgroupV2 implements ResourceControl {
   readonly kind = 'cgroup-v2';
   readonly canFreeze = true;
-  constructor(private readonly base: string) {}
+  constructor(
+    private readonly base: string,
+    private readonly launcherPath: string,
+  ) {}
 
   private dir(id: string): string {
     return join(this.base, id);
@@ -236,15 +258,8 @@ class CgroupV2 implements ResourceControl {
     );
   }
 
-  launcher(id: string): string[] {
-    return [
-      '/bin/sh',
-      '-c',
-      ENTER_SCRIPT,
-      'sandbox-enter',
-      join(this.dir(id), 'cgroup.procs'),
-      '--',
-    ];
+  launcher(id: string, _limits: ResourceLimits, user?: SandboxUser): string[] {
+    return launcherArgv(this.launcherPath, { join: [join(this.dir(id), 'cgroup.procs')], user });
   }
 
   async freeze(id: string): Promise<void> {
@@ -277,6 +292,7 @@ class CgroupV2 implements ResourceControl {
   }
 
   async remove(id: string): Promise<void> {
+    if (await removeIfEmpty(this.dir(id))) return;
     await this.killAll(id);
     await removeGroupDir(this.dir(id));
   }
@@ -305,14 +321,16 @@ class CgroupV2 implements ResourceControl {
 class Prlimit implements ResourceControl {
   readonly kind = 'prlimit';
   readonly canFreeze = false;
+  constructor(private readonly launcherPath: string) {}
   async create(): Promise<void> {}
-  launcher(_id: string, limits: ResourceLimits): string[] {
+  launcher(_id: string, limits: ResourceLimits, user?: SandboxUser): string[] {
     return [
       'prlimit',
       `--as=${limits.memoryBytes}`,
       `--nproc=${limits.maxProcesses}`,
       `--fsize=${limits.diskBytes}`,
       '--',
+      ...(user ? launcherArgv(this.launcherPath, { join: [], user }) : []),
     ];
   }
   async freeze(): Promise<void> {
@@ -348,6 +366,8 @@ export interface ResourceControlOptions {
   /** Group name under each hierarchy's root. */
   parent: string;
   rootDir: string;
+  /** The built launcher (`launcher.ts`) every command starts with. */
+  launcher: string;
   /** The cgroup filesystem; injectable for tests of the detection. Default `/sys/fs/cgroup`. */
   mount?: string;
 }
@@ -377,7 +397,7 @@ export async function detectResourceControl(
         dir = join(dir, part);
       }
       await writeControl(join(dir, 'cgroup.subtree_control'), needed.map((c) => `+${c}`).join(' '));
-      return new CgroupV2(join(mount, rel));
+      return new CgroupV2(join(mount, rel), options.launcher);
     }
   }
   if ((want === 'auto' || want === 'cgroup-v1') && !isV2) {
@@ -385,8 +405,8 @@ export async function detectResourceControl(
     for (const c of V1_CONTROLLERS) {
       ok &&= (await exists(join(mount, c, 'tasks'))) && (await writable(join(mount, c, rel)));
     }
-    if (ok) return new CgroupV1((c) => join(mount, c, rel));
+    if (ok) return new CgroupV1((c) => join(mount, c, rel), options.launcher);
   }
-  if (want === 'auto' || want === 'prlimit') return new Prlimit();
+  if (want === 'auto' || want === 'prlimit') return new Prlimit(options.launcher);
   throw new ProviderUnavailableError(`resource control ${want} is not available on this host`);
 }

@@ -52,10 +52,20 @@ import {
   writableDirHost,
   type LayerPaths,
 } from './layers.js';
+import { buildLauncher, DEFAULT_LAUNCHER_DIR } from './launcher.js';
 import { sharedMounter, type Mounter } from './mounter.js';
 import { SharedRoots, type RootPlan } from './shared-roots.js';
 import { checkSpec, limitsOf, rootPlanOf } from './spec-check.js';
-import { infoOf, isSandboxId, metaPath, readMeta, sandboxId, writeMeta, type SandboxMeta } from './meta.js';
+import {
+  infoOf,
+  isSandboxId,
+  metaPath,
+  readMeta,
+  sandboxId,
+  stageMeta,
+  writeMeta,
+  type SandboxMeta,
+} from './meta.js';
 import type { RunningCommand } from './process.js';
 import type { SandboxBind, SandboxRunner, SandboxUser } from './runner.js';
 import { prepareWorkspace, WorkspaceLayerCache } from './workspace-layer.js';
@@ -104,6 +114,13 @@ export interface LocalSandboxProviderOptions {
    * `rootDir`. Default `/run/agent-rollout/<hash of rootDir>`.
    */
   mountRoot?: string;
+  /**
+   * Where the sandbox launcher (`launcher.ts`) is built on first use; root only. Default
+   * `/run/agent-rollout-launcher`.
+   */
+  launcherDir?: string;
+  /** The C compiler that builds the launcher. Default `cc` from PATH. */
+  cc?: string;
 }
 
 /** Where the default mount roots of all providers on this host live. */
@@ -151,7 +168,9 @@ export class LocalSandboxProvider implements SandboxProvider {
   private readonly mountRoot: string;
   private readonly sandboxUser: SandboxUser;
   private readonly defaultLimits: Required<SandboxLimits>;
-  private readonly resourceControlOptions: ResourceControlOptions;
+  private readonly resourceControlOptions: Omit<ResourceControlOptions, 'launcher'>;
+  private readonly launcherDir: string;
+  private readonly cc: string;
   private readonly workspaceLayers: WorkspaceLayerCache;
   private readonly mounter: Mounter = sharedMounter();
   private readonly roots: SharedRoots;
@@ -185,6 +204,8 @@ export class LocalSandboxProvider implements SandboxProvider {
       parent: options.cgroupParent ?? 'agent-rollout',
       rootDir: this.rootDir,
     };
+    this.launcherDir = options.launcherDir ?? DEFAULT_LAUNCHER_DIR;
+    this.cc = options.cc ?? 'cc';
     this.workspaceLayers = new WorkspaceLayerCache(join(this.rootDir, LAYERS_DIR), this.sandboxUser);
     this.roots = new SharedRoots(
       join(this.mountRoot, ROOT_LAYERS_DIR),
@@ -198,9 +219,15 @@ export class LocalSandboxProvider implements SandboxProvider {
     return (await this.rc()).kind;
   }
 
-  /** Detected on first use, so constructing a provider touches nothing on the host. */
+  /** Detected, and the launcher built, on first use: constructing a provider touches nothing on the host. */
   private rc(): Promise<ResourceControl> {
-    this.resourceControlReady ??= detectResourceControl(this.resourceControlOptions);
+    this.resourceControlReady ??= buildLauncher(this.launcherDir, this.cc)
+      .then((launcher) => detectResourceControl({ ...this.resourceControlOptions, launcher }))
+      .catch((err: unknown) => {
+        // A failed build or detection is tried again by the next call, not cached for ever.
+        this.resourceControlReady = undefined;
+        throw err;
+      });
     return this.resourceControlReady;
   }
 
@@ -255,7 +282,7 @@ export class LocalSandboxProvider implements SandboxProvider {
       ),
       maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
       limits: meta.limits,
-      launcher: rc.launcher(id, this.hostLimits(meta.limits)),
+      launcher: (user) => rc.launcher(id, this.hostLimits(meta.limits), user),
       shmBytes: Math.min(SHM_BYTES, meta.limits.diskBytes),
       user: this.sandboxUser,
       beforeKill: () => rc.thaw(id).catch(() => undefined),
@@ -457,9 +484,12 @@ export class LocalSandboxProvider implements SandboxProvider {
 
   private async createOnce(id: string, spec: SandboxSpec): Promise<SandboxInfo> {
     const workspaceDir = resolve(spec.workspaceDir);
-    const readOnlyMounts = await checkSpec(workspaceDir, spec, this.sandboxUser);
     const dir = this.dir(id);
-    const existing = await readMeta(dir);
+    // Independent reads overlap here and below: each one is a trip to the thread pool.
+    const [readOnlyMounts, existing] = await Promise.all([
+      checkSpec(workspaceDir, spec, this.sandboxUser),
+      readMeta(dir),
+    ]);
     if (existing && existing.expiresAt > Date.now()) {
       if (existing.idempotencyKey !== spec.idempotencyKey) {
         throw new InvalidSandboxSpecError(
@@ -469,21 +499,20 @@ export class LocalSandboxProvider implements SandboxProvider {
       return infoOf(existing);
     }
     const reference = spec.image ?? BASE_IMAGE;
-    const image = await this.resolveImage(reference);
+    const [image, leftover] = await Promise.all([
+      this.resolveImage(reference),
+      Promise.all([exists(dir), exists(this.mountDir(id))]).then((found) => found.includes(true)),
+    ]);
     // Expired or half-made: what is there is of no use to this create. (A cgroup left without
     // either is the sweep's; creating the group again reuses it.)
-    if ((await exists(dir)) || (await exists(this.mountDir(id)))) await this.remove(id);
-    await this.checkQuota(id);
+    if (leftover) await this.remove(id);
     const limits = limitsOf(spec.limits, this.defaultLimits);
-    await this.prepareRoot();
     const writableDirs = spec.writableDirs ?? [];
-    const planned = await rootPlanOf(
-      image,
-      readOnlyMounts,
-      spec.workspaceLink,
-      writableDirs,
-      spec.hiddenImagePaths,
-    );
+    const [planned] = await Promise.all([
+      rootPlanOf(image, readOnlyMounts, spec.workspaceLink, writableDirs, spec.hiddenImagePaths),
+      this.checkQuota(id),
+      this.prepareRoot(),
+    ]);
     // The runner's own bind targets (gVisor's preloaded shim) are mount points of the root too.
     const root: RootPlan = {
       ...planned,
@@ -491,12 +520,32 @@ export class LocalSandboxProvider implements SandboxProvider {
     };
     const source = { workspaceDir, initGitRepo: spec.initGitRepo ?? true };
     try {
-      await mkdir(dir);
-      const workspaceLower = spec.workspaceKey
-        ? await this.workspaceLayers.layer(spec.workspaceKey, source)
-        : join(dir, 'base');
+      const [workspaceLower, hiddenPaths] = await Promise.all([
+        spec.workspaceKey
+          ? this.workspaceLayers.layer(spec.workspaceKey, source)
+          : join(dir, 'base'),
+        realPaths(spec.hiddenPaths ?? []),
+        mkdir(dir),
+      ]);
       if (!spec.workspaceKey) await prepareWorkspace(source, workspaceLower, this.sandboxUser);
-      await Promise.all([
+      const createdAt = Date.now();
+      const meta: SandboxMeta = {
+        version: 1,
+        id,
+        idempotencyKey: spec.idempotencyKey,
+        labels: { ...spec.labels },
+        createdAt,
+        expiresAt: createdAt + (spec.ttlMs ?? this.defaultTtlMs),
+        image: { reference, digest: image.digest, env: image.env },
+        root,
+        readOnlyMounts,
+        hiddenPaths,
+        writableDirs,
+        limits,
+      };
+      const [staged] = await Promise.all([
+        // Written meanwhile under a scratch name: renamed into place last, it makes the sandbox.
+        stageMeta(dir, meta),
         (await this.rc()).create(id, this.hostLimits(limits)),
         this.roots.root(root),
         mountLayers(this.mounter, this.mountDir(id), {
@@ -510,6 +559,8 @@ export class LocalSandboxProvider implements SandboxProvider {
         await mkdir(writableDirHost(layers, i), { recursive: true });
         await chown(writableDirHost(layers, i), this.sandboxUser.uid, this.sandboxUser.gid);
       }
+      await staged.commit();
+      return infoOf(meta);
     } catch (err) {
       await this.remove(id).catch(() => undefined);
       if (err instanceof SandboxError) throw err;
@@ -518,23 +569,6 @@ export class LocalSandboxProvider implements SandboxProvider {
         { cause: err },
       );
     }
-    const createdAt = Date.now();
-    const meta: SandboxMeta = {
-      version: 1,
-      id,
-      idempotencyKey: spec.idempotencyKey,
-      labels: { ...spec.labels },
-      createdAt,
-      expiresAt: createdAt + (spec.ttlMs ?? this.defaultTtlMs),
-      image: { reference, digest: image.digest, env: image.env },
-      root,
-      readOnlyMounts,
-      hiddenPaths: await realPaths(spec.hiddenPaths ?? []),
-      writableDirs,
-      limits,
-    };
-    await writeMeta(dir, meta);
-    return infoOf(meta);
   }
 
   /** The spec's image; one that cannot be had is a spec error unless trying again may help. */
@@ -583,11 +617,13 @@ export class LocalSandboxProvider implements SandboxProvider {
       const runs = [...(this.running.get(id) ?? [])];
       for (const run of runs) run.kill();
       await Promise.allSettled(runs.map((run) => run.done));
-      // Kills what is left in the group (other processes' commands) before removing it.
-      await rc.remove(id);
       const mountDir = this.mountDir(id);
       const dir = this.dir(id);
-      await this.mounter
+      // The group and the mounts are independent: what is left in the group (other processes'
+      // commands) is killed while the layers go. A live command keeps its own copies of the
+      // mounts in its namespace until it dies, so it loses nothing it could use to get out.
+      const group = rc.remove(id);
+      const layers = this.mounter
         .run([
           ...removeLayersOps(mountDir),
           { op: 'unlink', path: metaPath(dir), tolerate: ['ENOENT'] },
@@ -600,6 +636,7 @@ export class LocalSandboxProvider implements SandboxProvider {
           await rm(mountDir, { recursive: true, force: true, maxRetries: 3 });
           await rm(dir, { recursive: true, force: true, maxRetries: 3 });
         });
+      await Promise.all([group, layers]);
     } finally {
       this.removing.delete(id);
     }

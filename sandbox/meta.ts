@@ -60,10 +60,20 @@ export async function readMeta(dir: string): Promise<SandboxMeta | undefined> {
   }
 }
 
-export async function writeMeta(dir: string, meta: SandboxMeta): Promise<void> {
+/** A record written under a scratch name, not yet in place. */
+export interface StagedMeta {
+  /** Renames it into place: atomic, so a reader finds the whole record or none. */
+  commit(): Promise<void>;
+}
+
+export async function stageMeta(dir: string, meta: SandboxMeta): Promise<StagedMeta> {
   const tmp = join(dir, `.meta.json.${randomBytes(4).toString('hex')}.tmp`);
   await writeFile(tmp, JSON.stringify(meta, null, 2));
-  await rename(tmp, metaPath(dir));
+  return { commit: () => rename(tmp, metaPath(dir)) };
+}
+
+export async function writeMeta(dir: string, meta: SandboxMeta): Promise<void> {
+  await (await stageMeta(dir, meta)).commit();
 }
 
 export function infoOf(meta: SandboxMeta): SandboxInfo {

@@ -2,31 +2,40 @@
  * Running one command under bwrap: output caps, stdin, timeout, and killing the whole sandbox.
  *
  * Every run has its own pid namespace, whose init is a bwrap process (its host pid and namespace
- * inode come from `--info-fd`). The kernel kills every process in a pid namespace when its init
- * dies, and the init only turns zombie once the namespace is empty. The outer bwrap, though, exits
- * as soon as the command itself exits, while a daemonised child may still hold the init up; so a
- * run settles only after its init has been killed and has turned zombie (or is gone). Then
+ * inode come from `--json-status-fd`). The kernel kills every process in a pid namespace when its
+ * init dies, and the init only turns zombie once the namespace is empty. The outer bwrap, though,
+ * exits as soon as the command itself exits, while a daemonised child may still hold the init up;
+ * so a run settles only after its init has been killed and has turned zombie (or is gone). Then
  * nothing the run started is left on the host, whether it finished, timed out or was killed.
  */
 import { spawn } from 'node:child_process';
-import { readFile, readlink } from 'node:fs/promises';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { constants } from 'node:os';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import type { Readable, Writable } from 'node:stream';
 import { ProviderUnavailableError } from './provider.js';
 
-/** The sandboxed command writes one byte here once bwrap's setup is over. */
-const STARTED_FD = 4;
-const INFO_FD = 3;
-/** bwrap reads the compiled seccomp program from here. */
-const SECCOMP_FD = 5;
+/**
+ * bwrap reports here the init's pid and namespaces, then the command's `exit-code` once it has
+ * exited, but only if its setup succeeded and the command was exec'd. Closed in the sandbox.
+ */
+const STATUS_FD = 3;
+/** bwrap reads the compiled seccomp program from here (and closes it before the command). */
+const SECCOMP_FD = 4;
 
 /**
- * Runs inside the sandbox: reports that setup succeeded, drops the bookkeeping fds, changes to
- * the requested directory and replaces itself with the command. `$1` is the cwd, the rest argv.
- * A missing cwd or command is thereby the command's failure (exit 2 / 127), not the provider's.
+ * What bwrap prints when it cannot change to the cwd or exec the command; no sandboxed process
+ * has run then, so nothing else wrote to stderr. Both are the command's failure, not the
+ * provider's, with a shell's status: 2 for a directory `cd` cannot enter, 127 for a command
+ * not found, 126 for one that cannot be run.
  */
-const WRAPPER = `printf . >&${STARTED_FD}; exec ${INFO_FD}>&- ${STARTED_FD}>&- ${SECCOMP_FD}>&-; cd -- "$1" || exit 2; shift; exec "$@"`;
+function commandFailure(stderr: string, cwd: string, file: string): number | undefined {
+  if (stderr.startsWith(`bwrap: Can't chdir to ${cwd}: `)) return 2;
+  const exec = `bwrap: execvp ${file}: `;
+  if (!stderr.startsWith(exec)) return undefined;
+  const reason = stderr.slice(exec.length).trim();
+  return reason === 'No such file or directory' || reason === 'Not a directory' ? 127 : 126;
+}
 
 export interface BwrapRunRequest {
   /**
@@ -35,7 +44,7 @@ export interface BwrapRunRequest {
    */
   launcher?: string[];
   bwrapPath: string;
-  /** bwrap options (namespaces, mounts, env); the wrapper and command are appended. */
+  /** bwrap options (namespaces, mounts, env); the cwd and the command are appended. */
   bwrapArgs: string[];
   cwd: string;
   argv: string[];
@@ -95,31 +104,39 @@ interface SandboxInit {
   pidNamespace: number;
 }
 
-/** `undefined` once the pid is gone or no longer that namespace's init; else its state letter. */
-async function initState(init: SandboxInit): Promise<string | undefined> {
+/**
+ * `undefined` once the pid is gone or no longer that namespace's init; else its state letter.
+ * Read synchronously: procfs never waits on a disk, and a trip to the thread pool costs more.
+ */
+function initState(init: SandboxInit): string | undefined {
   try {
-    if ((await readlink(`/proc/${init.pid}/ns/pid`)) !== `pid:[${init.pidNamespace}]`)
-      return undefined;
-    const stat = await readFile(`/proc/${init.pid}/stat`, 'utf8');
+    if (readlinkSync(`/proc/${init.pid}/ns/pid`) !== `pid:[${init.pidNamespace}]`) return undefined;
+    const stat = readFileSync(`/proc/${init.pid}/stat`, 'utf8');
     return stat.charAt(stat.lastIndexOf(')') + 2);
   } catch {
     return undefined;
   }
 }
 
+/**
+ * Rounds of `killInit` that look again at once rather than after a millisecond: an init that
+ * has just closed its pipes is still tearing its namespace down, which takes well under one.
+ */
+const QUICK_ROUNDS = 20;
+
 /** Kills the namespace's init and resolves once the namespace is empty (init zombie or gone). */
 async function killInit(init: SandboxInit): Promise<void> {
   for (
-    let state = await initState(init);
+    let state = initState(init), round = 0;
     state !== undefined && state !== 'Z' && state !== 'X';
-    state = await initState(init)
+    state = initState(init), round++
   ) {
     try {
       process.kill(init.pid, 'SIGKILL');
     } catch {
       return; // gone between the check and the kill
     }
-    await sleep(1);
+    await (round < QUICK_ROUNDS ? nextTurn() : sleep(1));
   }
 }
 
@@ -130,22 +147,19 @@ export function runInBwrap(req: BwrapRunRequest): RunningCommand {
     command!,
     [
       ...prefix,
-      '--info-fd',
-      String(INFO_FD),
+      '--json-status-fd',
+      String(STATUS_FD),
       ...(req.seccomp ? ['--seccomp', String(SECCOMP_FD)] : []),
       ...req.bwrapArgs,
-      '--',
-      '/bin/sh',
-      '-c',
-      WRAPPER,
-      'sandbox-exec',
+      // bwrap changes to the cwd and execs the command itself: no shell in between.
+      '--chdir',
       req.cwd,
+      '--',
       ...req.argv,
     ],
     {
       stdio: [
         req.stdin === undefined ? 'ignore' : 'pipe',
-        'pipe',
         'pipe',
         'pipe',
         'pipe',
@@ -176,23 +190,27 @@ export function runInBwrap(req: BwrapRunRequest): RunningCommand {
     void prepared.then(() => (init ? killInit(init) : undefined));
   };
 
-  let info = '';
-  (child.stdio[INFO_FD] as Readable).on('data', (chunk: Buffer) => {
-    info += chunk.toString('utf8');
-    try {
-      const parsed = JSON.parse(info) as { 'child-pid'?: number; 'pid-namespace'?: number };
+  // One JSON object a line: first the init's pid and namespaces, at the end the exit code.
+  let status = '';
+  (child.stdio[STATUS_FD] as Readable).on('data', (chunk: Buffer) => {
+    status += chunk.toString('utf8');
+    const lines = status.split('\n');
+    status = lines.pop()!;
+    for (const line of lines) {
+      let parsed: { 'child-pid'?: number; 'pid-namespace'?: number; 'exit-code'?: number };
+      try {
+        parsed = JSON.parse(line) as typeof parsed;
+      } catch {
+        continue; // not bwrap's JSON: the run counts as not started, and says so
+      }
+      if (parsed['exit-code'] !== undefined) started = true;
       if (parsed['child-pid'] !== undefined && parsed['pid-namespace'] !== undefined) {
         const found = { pid: parsed['child-pid'], pidNamespace: parsed['pid-namespace'] };
         init = found;
         if (killRequested)
           void (req.beforeKill?.() ?? Promise.resolve()).finally(() => killInit(found));
       }
-    } catch {
-      // Not all of the JSON has arrived yet.
     }
-  });
-  (child.stdio[STARTED_FD] as Readable).on('data', () => {
-    started = true;
   });
 
   if (req.stdin !== undefined && child.stdin) {
@@ -226,7 +244,10 @@ export function runInBwrap(req: BwrapRunRequest): RunningCommand {
         truncated: stdout.truncated || stderr.truncated,
         durationMs,
       };
-      if (!started && !timedOut && !killed) {
+      const failure = started ? undefined : commandFailure(outcome.stderr, req.cwd, req.argv[0]!);
+      if (failure !== undefined) {
+        resolve({ ...outcome, exitCode: failure });
+      } else if (!started && !timedOut && !killed) {
         reject(
           new ProviderUnavailableError(
             `bwrap failed to start the sandbox: ${outcome.stderr.trim()}`,

@@ -44,10 +44,10 @@ export interface RunRequest {
   maxOutputBytes: number;
   limits: Required<SandboxLimits>;
   /**
-   * An argv prefix that puts what follows it under the sandbox's resource limits (joins its
-   * cgroup, or sets rlimits) and then execs it.
+   * The argv prefix that puts what follows it under the sandbox's resource limits (joins its
+   * cgroup, or sets rlimits), as `user` when given (else as root), and then execs it.
    */
-  launcher: string[];
+  launcher(user?: SandboxUser): string[];
   /** Size of the sandbox's private `/dev/shm`. */
   shmBytes: number;
   user: SandboxUser;

@@ -186,7 +186,7 @@ class GVisorRun implements RunningCommand {
     // runsc dies with this process (its Sentry is attached to it and dies too), as bwrap does
     // with --die-with-parent: a crashed worker leaves no command running.
     const [command, ...prefix] = [
-      ...request.launcher,
+      ...request.launcher(),
       'setpriv',
       '--pdeathsig',
       'KILL',
