@@ -8,15 +8,16 @@
  */
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { lstat, mkdir, mkdtemp, rename, rm, rmdir, stat } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, rm, rmdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import type { ImageRoot } from '../sandbox/images/types.js';
+import { dropGitDirs, publishScratch, WorkspaceError } from './workspace.js';
 
 const execFileAsync = promisify(execFile);
 
 /** The image has nothing usable at the workspace path, or it cannot be read. */
-export class ImageWorkspaceError extends Error {
+export class ImageWorkspaceError extends WorkspaceError {
   override name = 'ImageWorkspaceError';
 }
 
@@ -106,17 +107,9 @@ async function copyOut(
     }
     await mkdir(scratch);
     await run('cp', ['-a', '--', `${source}/.`, scratch], `copying ${path} out of the image`);
-    await run(
-      'find',
-      [scratch, '-depth', '-name', '.git', '-exec', 'rm', '-rf', '--', '{}', '+'],
-      'removing .git',
-    );
+    await dropGitDirs(scratch);
     for (const rel of exclude) await removeInside(scratch, rel);
-    await rename(scratch, target).catch(async (err: NodeJS.ErrnoException) => {
-      // Another process copied the same workspace first: use its copy.
-      if (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST') throw err;
-      await rm(scratch, { recursive: true, force: true });
-    });
+    await publishScratch(scratch, target);
     return target;
   } catch (err) {
     await rm(scratch, { recursive: true, force: true });

@@ -124,21 +124,30 @@ async function unpack(
     } else {
       await run('cp', ['-a', '--', `${source}/.`, scratch], 'cp');
     }
-    await run(
-      'find',
-      [scratch, '-depth', '-name', '.git', '-exec', 'rm', '-rf', '--', '{}', '+'],
-      'removing .git',
-    );
-    await rename(scratch, target).catch(async (err: NodeJS.ErrnoException) => {
-      // Another worker process unpacked the same source first: use its copy.
-      if (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST') throw err;
-      await rm(scratch, { recursive: true, force: true });
-    });
+    await dropGitDirs(scratch);
+    await publishScratch(scratch, target);
     return target;
   } catch (err) {
     await rm(scratch, { recursive: true, force: true });
     throw err;
   }
+}
+
+/** Removes every `.git` in `dir`: a repository's history could hold the fix. */
+export async function dropGitDirs(dir: string): Promise<void> {
+  await run(
+    'find',
+    [dir, '-depth', '-name', '.git', '-exec', 'rm', '-rf', '--', '{}', '+'],
+    'removing .git',
+  );
+}
+
+/** Moves a finished `scratch` copy to `target`; when another process got there first, keeps theirs. */
+export async function publishScratch(scratch: string, target: string): Promise<void> {
+  await rename(scratch, target).catch(async (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST') throw err;
+    await rm(scratch, { recursive: true, force: true });
+  });
 }
 
 /** Directory → whether it holds a nested `.git`, per mtime: one walk per directory and process. */
