@@ -5,7 +5,6 @@ import { SandboxError, type SandboxProvider } from '../sandbox/provider.js';
 import type { ImageStore } from '../sandbox/images/types.js';
 import {
   evaluateReward,
-  logRunnerMounts,
   runnerMounts,
   workspaceDiff,
 } from '../tasks/reward/index.js';
@@ -168,11 +167,7 @@ export function createActivities(deps: ActivityDeps) {
             // Black-box agents run from a read-only sidecar, never installed into the task's files.
             readOnlyMounts: [
               ...(isBlackBoxAgent(input.agentName) ? agentSidecarMounts() : []),
-              ...(task.test_framework
-                ? runnerMounts(task.test_framework)
-                : task.log_parser
-                  ? logRunnerMounts(task.log_parser)
-                  : []),
+              ...runnerMounts(task),
             ],
           }),
         ),

@@ -37,7 +37,6 @@ export {
   REPORT_PATHS,
   RUNNER_MOUNT,
   JEST_CACHE_DIR,
-  logRunnerMounts,
   rewardMounts,
   runnerMounts,
   TEST_FILES_ENV,

@@ -9,7 +9,7 @@ import { realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { LogParser, TestFramework } from '../schema.js';
+import type { LogParser, Task, TestFramework } from '../schema.js';
 
 /** The sandbox path the runner scripts are mounted at, read-only. */
 export const RUNNER_MOUNT = '/opt/agent-rollout/reward';
@@ -89,33 +89,30 @@ function runnersNodeModules(): string {
   return realpathSync(dirname(dirname(require.resolve('vitest/package.json'))));
 }
 
-const NODE_MODULES_RUNNERS: ReadonlySet<TestFramework> = new Set(['vitest', 'mocha', 'jest']);
+/** The runners (report frameworks and log parsers alike) that come from this package's node_modules. */
+const NODE_MODULES_RUNNERS: ReadonlySet<TestFramework | LogParser> = new Set([
+  'vitest',
+  'mocha',
+  'jest',
+]);
 
-/** Read-only mounts the framework's tests need, in the agent's sandbox and the reward's. */
-export function runnerMounts(
-  framework: TestFramework,
-): { hostPath: string; sandboxPath: string }[] {
-  return NODE_MODULES_RUNNERS.has(framework)
-    ? [{ hostPath: runnersNodeModules(), sandboxPath: NODE_MODULES_MOUNT }]
-    : [];
-}
-
-/** Mounts of the reward sandbox: the runner scripts and the framework's own mounts. */
-export function rewardMounts(
-  framework: TestFramework,
-): { hostPath: string; sandboxPath: string }[] {
-  return [{ hostPath: RUNNERS_DIR, sandboxPath: RUNNER_MOUNT }, ...runnerMounts(framework)];
-}
-
-const NODE_MODULES_LOG_PARSERS: ReadonlySet<LogParser> = new Set(['vitest', 'mocha', 'jest']);
+type Mount = { hostPath: string; sandboxPath: string };
 
 /**
- * Read-only mounts of a log-parser task's sandboxes: for jest, vitest and mocha this package's
- * runners at `NODE_MODULES_MOUNT`, for an image that has none; Node resolves a repository's own
+ * Read-only mounts a task's tests need, in the agent's sandbox and the reward's: for vitest, mocha
+ * and jest (its `test_framework` or its `log_parser`) this package's runners at
+ * `NODE_MODULES_MOUNT`, for an image that has none; Node resolves a repository's own
  * `/workspace/node_modules` first, so its pinned runner wins where it has one.
  */
-export function logRunnerMounts(parser: LogParser): { hostPath: string; sandboxPath: string }[] {
-  return NODE_MODULES_LOG_PARSERS.has(parser)
+export function runnerMounts(task: Pick<Task, 'test_framework' | 'log_parser'>): Mount[] {
+  const runner = task.test_framework ?? task.log_parser;
+  return runner !== undefined && NODE_MODULES_RUNNERS.has(runner)
     ? [{ hostPath: runnersNodeModules(), sandboxPath: NODE_MODULES_MOUNT }]
     : [];
+}
+
+/** Mounts of the reward sandbox: the runner scripts for a report framework, and `runnerMounts`. */
+export function rewardMounts(task: Pick<Task, 'test_framework' | 'log_parser'>): Mount[] {
+  const scripts = task.test_framework ? [{ hostPath: RUNNERS_DIR, sandboxPath: RUNNER_MOUNT }] : [];
+  return [...scripts, ...runnerMounts(task)];
 }

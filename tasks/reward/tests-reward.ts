@@ -30,7 +30,7 @@ import {
   type RewardResult,
   type TestOutcome,
 } from './result.js';
-import { logRunnerMounts, rewardMounts } from './runners.js';
+import { rewardMounts } from './runners.js';
 import { addCanaries, applyPatch, rewardSandboxSpec, withRewardSandbox } from './sandbox-steps.js';
 import { runTests } from './test-run.js';
 
@@ -76,12 +76,7 @@ export async function evaluateTestsReward(
     };
   };
 
-  const readOnlyMounts = task.test_framework
-    ? rewardMounts(task.test_framework)
-    : task.log_parser
-      ? logRunnerMounts(task.log_parser)
-      : [];
-  const spec = await rewardSandboxSpec(deps, input, { readOnlyMounts });
+  const spec = await rewardSandboxSpec(deps, input, { readOnlyMounts: rewardMounts(task) });
   return withRewardSandbox(provider, spec, async (id) => {
     if (agentPatch.trim() !== '') {
       const applied = await applyPatch(provider, id, agentPatch);
