@@ -300,6 +300,9 @@ export function createActivities(deps: ActivityDeps) {
             reason: result.reason,
             passed: result.passed,
             failed: result.failed,
+            ...(result.suiteTests !== undefined ? { suiteTests: result.suiteTests } : {}),
+            ...(result.suiteBroken?.length ? { suiteBroken: result.suiteBroken } : {}),
+            ...(result.suiteSkipped !== undefined ? { suiteSkipped: result.suiteSkipped } : {}),
           };
         },
         {

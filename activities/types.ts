@@ -80,12 +80,17 @@ export interface SandboxRef {
   hostQueue: string;
 }
 
+/** The small part of a RewardResult that goes through Temporal and into `rewardInfo`. */
 export interface RewardSummary {
   reward: number;
   resolved: boolean;
   reason: string;
   passed: number;
   failed: number;
+  /** RewardResult's suite-baseline fields: a count, a capped list of ids, a short reason. */
+  suiteTests?: number;
+  suiteBroken?: string[];
+  suiteSkipped?: string;
 }
 
 /** What to do with an episode sampled by a policy more than `maxStaleness` versions old. */

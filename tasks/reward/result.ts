@@ -41,6 +41,24 @@ export interface RewardResult {
   detail?: string;
   /** Paths of the agent's diff the reward dropped (tests, runner configuration). */
   dropped: string[];
+  /**
+   * Tests rewards whose tests ran: how many suite-baseline tests (suite-baseline.ts: passed both
+   * at the base and with the gold patch, over the whole configured suite) were checked besides
+   * `tests`. 0 when the tests did not run, or the baseline is off or could not be made
+   * (`suiteSkipped` says why).
+   */
+  suiteTests?: number;
+  /**
+   * The first `SUITE_BROKEN_SHOWN` suite-baseline tests that failed or were missing; any makes
+   * the reward 0 with reason `unresolved`. A capped list, never the whole suite.
+   */
+  suiteBroken?: string[];
+  /**
+   * Why no suite baseline was checked: `off` (`RewardDeps.suiteBaseline`), or the baseline run
+   * that gave no tests (timed out, no report, a patch that does not apply); the reward then
+   * rests on FAIL_TO_PASS and PASS_TO_PASS alone.
+   */
+  suiteSkipped?: string;
 }
 
 export interface RewardDeps {
@@ -51,6 +69,13 @@ export interface RewardDeps {
   images?: ImageStore;
   /** Random bytes for the canaries' names and values. Default `crypto.randomBytes`. */
   random?: (bytes: number) => Buffer;
+  /**
+   * Whether the tests that pass at the base and with the gold patch across the whole configured
+   * suite must still pass (suite-baseline.ts), as SWE-bench checks PASS_TO_PASS. Default true.
+   */
+  suiteBaseline?: boolean;
+  /** Where suite baselines are cached. Default `suite-baselines/` under `workspaceCacheDir`. */
+  suiteBaselineDir?: string;
 }
 
 export interface RewardInput {
@@ -72,6 +97,8 @@ export class RewardSandboxError extends Error {
 }
 
 export const DETAIL_BYTES = 2000;
+/** How many broken suite-baseline tests a result names (`RewardResult.suiteBroken`). */
+export const SUITE_BROKEN_SHOWN = 10;
 /** The longest first line `tail` keeps whole. */
 const HEADLINE_BYTES = 500;
 

@@ -3,7 +3,10 @@
  * fresh sandbox from the task's image and snapshot, apply the agent's diff minus tests and
  * test-runner configuration (the protected-path rule in diff.ts), then the hidden test patch,
  * then canary tests that must fail (canary-plan.ts), run the tests, and read the runner's own
- * report or the test command's console output (test-run.ts).
+ * report or the test command's console output (test-run.ts). Besides FAIL_TO_PASS and
+ * PASS_TO_PASS, the tests of the task's suite baseline (suite-baseline.ts: passing at the base and
+ * with the gold patch over the whole configured suite) must pass; its runs go alongside the
+ * agent's on a task's first evaluation on a host.
  *
  * What stays out of the agent's reach: the hidden tests, the gold patch and the expected results
  * never enter any sandbox but the reward's; the runner scripts are mounted read-only; a report is
@@ -23,6 +26,7 @@ import { canaryPlanOf, canaryStatuses } from './canary-plan.js';
 import { pathsOf, stripTestChanges } from './diff.js';
 import type { ReportedStatus } from './report.js';
 import {
+  SUITE_BROKEN_SHOWN,
   tail,
   type RewardDeps,
   type RewardInput,
@@ -32,6 +36,7 @@ import {
 } from './result.js';
 import { rewardMounts } from './runners.js';
 import { addCanaries, applyPatch, rewardSandboxSpec, withRewardSandbox } from './sandbox-steps.js';
+import { brokenSuiteTests, suiteBaselineOf, type SuiteBaseline } from './suite-baseline.js';
 import { runTests } from './test-run.js';
 
 export async function evaluateTestsReward(
@@ -50,10 +55,23 @@ export async function evaluateTestsReward(
   );
   let guards = 0;
 
-  const finish = (
+  /** What the reward sandbox found; `reported` is absent when the tests did not run. */
+  type Verdict = {
+    reason: RewardReason;
+    reported?: Record<string, ReportedStatus>;
+    detail?: string;
+  };
+  const verdict = (
     reason: RewardReason,
-    reported: Record<string, ReportedStatus>,
+    reported?: Record<string, ReportedStatus>,
     detail?: string,
+  ): Verdict => ({ reason, ...(reported ? { reported } : {}), ...(detail ? { detail } : {}) });
+  const namedPass = (reported: Record<string, ReportedStatus>): boolean =>
+    named.every((n) => reported[n] === 'passed');
+
+  const finish = (
+    { reason, reported = {}, detail }: Verdict,
+    suite: SuiteBaseline | undefined,
   ): RewardResult => {
     const tests: Record<string, TestOutcome> = {};
     for (const name of named) {
@@ -61,7 +79,19 @@ export async function evaluateTestsReward(
       tests[name] = status === undefined ? 'missing' : status === 'passed' ? 'passed' : 'failed';
     }
     const passed = named.filter((n) => tests[n] === 'passed').length;
-    const resolved = reason === 'unresolved' && passed === named.length;
+    // The suite is checked wherever the tests ran; a broken one fails the task like a named one.
+    const ran = reason === 'unresolved' || reason === 'tampered';
+    const { checked, broken } =
+      suite && ran
+        ? brokenSuiteTests(suite, new Set(named), reported)
+        : { checked: 0, broken: [] as string[] };
+    const resolved = reason === 'unresolved' && passed === named.length && broken.length === 0;
+    const shown = broken.slice(0, SUITE_BROKEN_SHOWN);
+    const why =
+      broken.length > 0
+        ? `${broken.length} of ${checked} suite-baseline tests broke: ${shown.slice(0, 3).join(', ')}${broken.length > 3 ? ', …' : ''}\n${detail ?? ''}`
+        : detail;
+    const skipped = deps.suiteBaseline === false ? 'off' : suite?.skipped;
     return {
       reward: resolved ? 1 : 0,
       resolved,
@@ -71,32 +101,35 @@ export async function evaluateTestsReward(
       failed: named.length - passed,
       canaries: guards,
       durationMs: Math.round(performance.now() - startedAt),
-      ...(detail && !resolved ? { detail: tail(detail) } : {}),
+      ...(why && !resolved ? { detail: tail(why) } : {}),
       dropped,
+      suiteTests: checked,
+      suiteBroken: shown,
+      ...(skipped !== undefined ? { suiteSkipped: skipped } : {}),
     };
   };
 
   const spec = await rewardSandboxSpec(deps, input, { readOnlyMounts: rewardMounts(task) });
-  return withRewardSandbox(provider, spec, async (id) => {
+  const evaluation = withRewardSandbox(provider, spec, async (id): Promise<Verdict> => {
     if (agentPatch.trim() !== '') {
       const applied = await applyPatch(provider, id, agentPatch);
       if (applied.exitCode !== 0)
-        return finish('patch_failed', {}, `agent diff does not apply: ${applied.stderr}`);
+        return verdict('patch_failed', undefined, `agent diff does not apply: ${applied.stderr}`);
     }
     // Tests hidden in the image (environment.hidden_paths) come with no patch to apply.
     const testsApplied =
       task.test_patch === '' ? undefined : await applyPatch(provider, id, task.test_patch);
     if (testsApplied && testsApplied.exitCode !== 0) {
-      return finish(
+      return verdict(
         'patch_failed',
-        {},
+        undefined,
         `test patch does not apply over the agent diff: ${testsApplied.stderr}`,
       );
     }
     // Canaries go into test-patch files; tests hidden in the image have none to go into.
     const plan = task.test_patch === '' ? undefined : canaryPlanOf(task);
     const canaries = await addCanaries(provider, id, task, plan, random);
-    if (typeof canaries === 'string') return finish('patch_failed', {}, canaries);
+    if (typeof canaries === 'string') return verdict('patch_failed', undefined, canaries);
     guards = canaries.reduce((n, c) => n + c.ids.length, 0);
 
     const run = await runTests(
@@ -105,7 +138,7 @@ export async function evaluateTestsReward(
       task,
       canaries.map((c) => c.path),
     );
-    if (run.kind !== 'reported') return finish(run.kind, {}, run.detail);
+    if (run.kind !== 'reported') return verdict(run.kind, undefined, run.detail);
     const { reported } = run;
     // A canary that passed or was skipped was tampered with. A missing one may be an honest
     // import error in its file, which fails that file's tests too; only a report that would
@@ -116,14 +149,16 @@ export async function evaluateTestsReward(
     );
     const untouched = Object.keys(canaryState).filter((c) => canaryState[c] !== 'failed');
     const states = untouched.map((c) => `${c}: ${canaryState[c] ?? 'missing'}`).join(', ');
-    const result = finish('unresolved', reported, run.detail);
     if (
       untouched.some((c) => canaryState[c] !== undefined) ||
-      (untouched.length > 0 && result.resolved)
+      (untouched.length > 0 && namedPass(reported))
     )
-      return finish('tampered', reported, `canary tests did not fail (${states})\n${run.detail}`);
+      return verdict('tampered', reported, `canary tests did not fail (${states})\n${run.detail}`);
     return untouched.length > 0
-      ? finish('unresolved', reported, `canary tests missing (${states})\n${run.detail}`)
-      : result;
+      ? verdict('unresolved', reported, `canary tests missing (${states})\n${run.detail}`)
+      : verdict('unresolved', reported, run.detail);
   });
+  // The baseline's runs go alongside the agent's (on a task's first evaluation on this host).
+  const [found, suite] = await Promise.all([evaluation, suiteBaselineOf(deps, input, spec)]);
+  return finish(found, suite);
 }

@@ -8,6 +8,25 @@ import { workspaceDiff } from '../../tasks/reward/index.js';
 import type { SandboxProvider } from '../../sandbox/provider.js';
 import { newFileDiff, tempDir, writeTree } from '../sandbox/helpers.js';
 
+/** A git diff that rewrites each file of `fix` whole, from its content in `base`. */
+export function fixDiff(base: Record<string, string>, fix: Record<string, string>): string {
+  const lines = (text: string): string[] => text.replace(/\n$/, '').split('\n');
+  return Object.entries(fix)
+    .map(([path, after]) => {
+      const [old, now] = [lines(base[path]!), lines(after)];
+      return [
+        `diff --git a/${path} b/${path}`,
+        `--- a/${path}`,
+        `+++ b/${path}`,
+        `@@ -1,${old.length} +1,${now.length} @@`,
+        ...old.map((l) => `-${l}`),
+        ...now.map((l) => `+${l}`),
+        '',
+      ].join('\n');
+    })
+    .join('');
+}
+
 export const PY_FILES: Record<string, string> = {
   '.gitignore': '__pycache__/\n',
   'calc/__init__.py': 'def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n',
@@ -114,7 +133,7 @@ export async function pythonTask(
     instance_id: 'py-calc-1',
     repo: 'fixture/calc',
     problem_statement: 'add() subtracts',
-    patch: 'gold patch is not used by the reward',
+    patch: fixDiff(PY_FILES, PY_FIX),
     test_patch: newFileDiff('tests/test_hidden.py', PY_HIDDEN),
     FAIL_TO_PASS: [
       'tests.test_hidden.TestHidden.test_add',
@@ -137,7 +156,7 @@ export async function nodeTask(
     instance_id: 'js-math-1',
     repo: 'fixture/mathlib',
     problem_statement: 'add() subtracts',
-    patch: 'gold patch is not used by the reward',
+    patch: fixDiff(JS_FILES, JS_FIX),
     test_patch: newFileDiff('test/hidden.test.js', JS_HIDDEN),
     FAIL_TO_PASS: ['add > adds two numbers', 'add > negative > adds negatives'],
     PASS_TO_PASS: ['math > multiplies'],
@@ -192,7 +211,7 @@ export async function pytestTask(
     instance_id: 'pytest-calc-1',
     repo: 'fixture/calc',
     problem_statement: 'add() subtracts',
-    patch: 'gold patch is not used by the reward',
+    patch: fixDiff(PYTEST_FILES, PY_FIX),
     test_patch: newFileDiff('tests/test_hidden.py', PYTEST_HIDDEN),
     FAIL_TO_PASS: [
       'tests/test_hidden.py::test_add[2-3-5]',
@@ -254,7 +273,7 @@ export async function vitestTask(
     instance_id: 'vitest-math-1',
     repo: 'fixture/mathlib',
     problem_statement: 'add() subtracts',
-    patch: 'gold patch is not used by the reward',
+    patch: fixDiff(VITEST_FILES, JS_FIX),
     test_patch: newFileDiff('test/hidden.test.js', VITEST_HIDDEN),
     FAIL_TO_PASS: ['add > adds two numbers', 'add > negative > adds negatives'],
     PASS_TO_PASS: ['math > multiplies'],
@@ -311,7 +330,7 @@ export async function mochaTask(
     instance_id: 'mocha-math-1',
     repo: 'fixture/mathlib',
     problem_statement: 'add() subtracts',
-    patch: 'gold patch is not used by the reward',
+    patch: fixDiff(MOCHA_FILES, JS_FIX),
     test_patch: newFileDiff('test/hidden.test.js', MOCHA_HIDDEN),
     FAIL_TO_PASS: ['add adds two numbers', 'add negative adds negatives'],
     PASS_TO_PASS: ['add keeps zero'],
@@ -372,7 +391,7 @@ export async function jestTask(
     instance_id: 'jest-math-1',
     repo: 'fixture/mathlib',
     problem_statement: 'add() subtracts',
-    patch: 'gold patch is not used by the reward',
+    patch: fixDiff(JEST_FILES, JEST_FIX),
     test_patch: newFileDiff('test/hidden.test.js', JEST_HIDDEN),
     FAIL_TO_PASS: ['add > adds two numbers', 'add > negative > adds negatives'],
     PASS_TO_PASS: ['add > keeps zero'],
