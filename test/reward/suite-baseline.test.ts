@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BubblewrapProvider } from '../../sandbox/bubblewrap.js';
 import type { SandboxProvider } from '../../sandbox/provider.js';
 import { evaluateReward, type RewardDeps } from '../../tasks/reward/index.js';
+import { brokenSuiteTests } from '../../tasks/reward/suite-baseline.js';
 import type { Task } from '../../tasks/schema.js';
 import { newFileDiff, removeDirs, tempDir, writeTree } from '../sandbox/helpers.js';
 import {
@@ -421,5 +422,14 @@ describe('suite baseline cache and edge cases', () => {
     expect(result).toMatchObject({ reward: 1, suiteTests: 0, suiteSkipped: 'off' });
     expect(made).toBe(1);
     expect(await readdir(cacheDir)).toEqual([]);
+  });
+});
+
+describe('brokenSuiteTests', () => {
+  it('checks the baseline tests no list names; failed, skipped and missing ones broke', () => {
+    const baseline = { tests: ['a', 'b', 'c', 'd', 'listed'] };
+    expect(
+      brokenSuiteTests(baseline, new Set(['listed']), { a: 'passed', b: 'failed', c: 'skipped' }),
+    ).toEqual({ checked: 4, broken: ['b', 'c', 'd'] });
   });
 });
