@@ -19,7 +19,6 @@ import { BASE_IMAGE } from '../../sandbox/images/types.js';
 import type { Task } from '../schema.js';
 import { defaultWorkspaceCacheDir } from '../workspace.js';
 import { canaryPlanOf } from './canary-plan.js';
-import type { Random } from './canary.js';
 import type { ReportedStatus } from './report.js';
 import type { RewardDeps, RewardInput } from './result.js';
 import { applyPatch, withRewardSandbox } from './sandbox-steps.js';
@@ -119,12 +118,7 @@ async function baselineRun(
       if ((await applyPatch(provider, id, patch)).exitCode !== 0)
         return { skipped: `${run} run: patch_failed` };
     }
-    const tests = await runTests(
-      provider,
-      id,
-      task,
-      hiddenTestFiles(task, deps.random ?? randomBytes),
-    );
+    const tests = await runTests(provider, id, task, hiddenTestFiles(task));
     if (tests.kind !== 'reported') return { skipped: `${run} run: ${tests.kind}` };
     const { reported } = tests;
     return { passed: Object.keys(reported).filter((t) => reported[t] === 'passed') };
@@ -135,9 +129,10 @@ async function baselineRun(
  * The hidden test files the reward's run names in `$REWARD_TEST_FILES` (the files canaries go
  * into), without the canary files it would create, so both runs run the same files.
  */
-function hiddenTestFiles(task: Task, random: Random): string[] {
+function hiddenTestFiles(task: Task): string[] {
   const plan = task.test_patch === '' ? undefined : canaryPlanOf(task);
-  return (plan?.targets(task.test_patch, random) ?? [])
+  // The random name of a file the reward would create is dropped, so the task's own random is not drawn.
+  return (plan?.targets(task.test_patch, randomBytes) ?? [])
     .filter((t) => !t.created)
     .map((t) => t.path);
 }
