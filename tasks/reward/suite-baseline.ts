@@ -7,7 +7,8 @@
  *
  * A test that fails in either run (flaky, or changed by the fix itself) is left out. With no gold
  * patch the base run alone counts, FAIL_TO_PASS left out when checking. A run that times out,
- * writes no report or whose patch does not apply leaves the baseline empty, with the reason.
+ * writes no report or whose patch does not apply leaves the baseline empty, with the reason,
+ * cached like any other (a rerun would cost as much; removing the file retries).
  *
  * Made lazily on a task's first evaluation on a host and cached on disk (suite-baseline-cache.ts);
  * concurrent evaluations of a task in one process share one computation.
