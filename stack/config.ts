@@ -159,6 +159,26 @@ export const ConfigSchema = z
       })
       .prefault({}),
     engines: z.array(Engine).default([]),
+    /**
+     * The model judge of judge rewards and audits (tasks/reward/judge/): it calls the engines
+     * above (or the simulated ones) directly, with `model.name`.
+     */
+    judge: z
+      .object({
+        /**
+         * Price per token, in the operator's own unit: a judgement's `cost` is prompt tokens ×
+         * `promptToken` + completion tokens × `completionToken`. Default 0 each (self-hosted
+         * engines: read the token counts and `engineMs` instead).
+         */
+        prices: z
+          .object({ promptToken: z.number().min(0).default(0), completionToken: z.number().min(0).default(0) })
+          .strict()
+          .prefault({}),
+        /** Wall time of one judge request to one engine, ms. Default 120000. */
+        timeoutMs: z.number().int().positive().default(120_000),
+      })
+      .strict()
+      .prefault({}),
     engineSim: z
       .object({
         instances: z.number().int().positive().default(2),
