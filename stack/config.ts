@@ -8,6 +8,7 @@ import { EPISODE_TIMEOUT_DEFAULTS } from '../workflows/episode-timeouts.js';
 import { BOUND_DEFAULTS, type BatchBounds } from '../workflows/batch-bounds.js';
 import { REPLICA_DEFAULTS } from '../gateway/replica/options.js';
 import { GATEWAY_OUTAGE_DEFAULT_MS } from '../gateway/client/outage.js';
+import { FixedAnswerSchema } from '../engine-sim/script.js';
 import type { EpisodeLimits } from '../activities/types.js';
 
 /** A bound of `bounds.*`: positive, and at most its default, which the batch workflow enforces. */
@@ -188,6 +189,11 @@ export const ConfigSchema = z
         wanderProbability: z.number().min(0).max(1).default(0.3),
         seed: z.number().int().default(1),
         tasks: z.string().default('builtin'),
+        /**
+         * Fixed answers for prompts holding given strings (engine-sim/script.ts), e.g. a judge's
+         * verdict for the judge prompts of a demo task. Default none: judge prompts get "Done.".
+         */
+        answers: z.array(FixedAnswerSchema).default([]),
       })
       .prefault({}),
     sandbox: z
