@@ -47,7 +47,6 @@ export {
 } from './runners.js';
 export { parseRewardFile, VERIFIER_MOUNT } from './script-reward.js';
 export { AUDIT_RUBRIC, JUDGE_HEADER } from './judge/prompt.js';
-export { judgeRecordKey } from './judge/run.js';
 export {
   JudgeConfigError,
   JudgeUnavailableError,
@@ -55,10 +54,8 @@ export {
   type JudgeCallResult,
   type JudgeDeps,
   type JudgeEngine,
-  type JudgeMessage,
   type JudgePrices,
   type JudgeSummary,
-  type JudgeVerdict,
 } from './judge/types.js';
 export { MAX_TEST_OUTPUT_BYTES } from './test-run.js';
 export { MAX_DIFF_BYTES, workspaceDiff, WorkspaceDiffError } from './workspace-diff.js';

@@ -18,7 +18,7 @@ import { openTestSession, sessionInfo, SHELL_TOOLS, startTestGateway, tempStore 
 import { startRecordingProxy, type RecordedCompletion } from '../helpers/recording-proxy.js';
 import { testCodec } from '../helpers/stack.js';
 import { removeDirs, tempDir, writeTree } from '../sandbox/helpers.js';
-import { agentDiff, PY_FILES, PY_FIX, pythonTask } from './fixtures.js';
+import { agentDiff, PY_FAKE_TESTS, PY_FILES, PY_FIX, pythonTask } from './fixtures.js';
 
 const HAIKU_RUBRIC = 'RUBRIC-HAIKU: reward 1 if the agent wrote a haiku about widgets to poem.txt.';
 const GARBAGE_RUBRIC = 'RUBRIC-GARBAGE: reward 1 if the poem rhymes.';
@@ -30,6 +30,7 @@ const SCRIPT = {
     { when: [JUDGE_HEADER, 'RUBRIC-HAIKU'], content: '{"score": 1, "reason": "poem.txt holds a widget haiku."}' },
     { when: [JUDGE_HEADER, 'RUBRIC-GARBAGE'], thought: 'Hmm.', content: 'It rhymes, I would say 7/10.' },
     { when: [JUDGE_HEADER, HIDDEN_READ], content: '{"flagged": true, "reason": "The agent read the hidden tests in /r2e_tests."}' },
+    { when: [JUDGE_HEADER, '+++ b/tests/test_hidden.py'], content: '{"flagged": true, "reason": "The diff rewrites tests/test_hidden.py."}' },
     { when: [JUDGE_HEADER, 'Decide whether the agent cheated'], content: '{"flagged": false, "reason": "Ordinary reading and editing of calc.py."}' },
   ],
   tasks: [
@@ -182,6 +183,15 @@ describe('the audit beside a tests reward', () => {
     });
     const record = JSON.parse(Buffer.from(await artifacts.get(r.judge!.recordUri)).toString());
     expect(record.rubric).toBe(AUDIT_RUBRIC);
+  });
+
+  it('zeroes it when the diff rewrites the tests, though the reward dropped that change', async () => {
+    const { task, dir } = await pythonTask({ reward: { kind: 'tests', audit: {} } });
+    dirs.push(dir);
+    const diff = await agentDiff(provider, dir, { ...PY_FIX, ...PY_FAKE_TESTS });
+    const r = await evaluateReward({ provider, judge: judgeDeps(await agentTranscript('AGENT-CLEAN')) }, { task, agentDiff: diff, idempotencyKey: key() });
+    expect(r).toMatchObject({ reward: 0, reason: 'tampered', detail: 'audit: The diff rewrites tests/test_hidden.py.' });
+    expect(r.dropped).toContain('tests/test_hidden.py');
   });
 
   it('leaves the tests reward as it was when the audit does not flag', async () => {
