@@ -1,3 +1,4 @@
+import { chmod } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { createEngineJudge } from '../../activities/judge-engine.js';
@@ -200,6 +201,17 @@ describe('the audit beside a tests reward', () => {
     const transcript = await agentTranscript('AGENT-CLEAN');
     const r = await evaluateReward({ provider, judge: judgeDeps(transcript) }, { task, agentDiff: await agentDiff(provider, dir, PY_FIX), idempotencyKey: key() });
     expect(r).toMatchObject({ reward: 1, resolved: true, reason: 'resolved', judge: { role: 'audit', verdict: { flagged: false } } });
+  });
+
+  it('audits a script reward the same way', async () => {
+    const verifier = await tempDir('judge-verifier');
+    dirs.push(verifier);
+    await writeTree(verifier, { 'test.sh': 'mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt\n' });
+    await chmod(verifier, 0o755);
+    const { task, dir } = await pythonTask({ reward: { kind: 'script', dir: verifier, audit: {} } });
+    dirs.push(dir);
+    const r = await evaluateReward({ provider, judge: judgeDeps(await agentTranscript('AGENT-PEEKS')) }, { task, agentDiff: '', idempotencyKey: key() });
+    expect(r).toMatchObject({ reward: 0, reason: 'tampered', judge: { role: 'audit', verdict: { flagged: true } } });
   });
 
   it('only records the flag with action flag', async () => {
