@@ -5,12 +5,16 @@ import { SandboxError, type SandboxProvider } from '../sandbox/provider.js';
 import type { ImageStore } from '../sandbox/images/types.js';
 import {
   evaluateReward,
+  JudgeConfigError,
   runnerMounts,
   workspaceDiff,
+  type JudgeDeps,
+  type JudgeEngine,
+  type JudgePrices,
 } from '../tasks/reward/index.js';
 import { taskSandboxSpec } from '../tasks/task-sandbox.js';
 import { secretPathsOf } from '../tasks/secret-paths.js';
-import type { ArtifactStore, Store } from '../trajectory/index.js';
+import { sessionTranscript, type ArtifactStore, type Store } from '../trajectory/index.js';
 import type { SessionSummary } from '../gateway/session/session-manager.js';
 import { agentSidecarMounts, isBlackBoxAgent } from '../agents/presets/index.js';
 import {
@@ -56,6 +60,21 @@ export interface ActivityDeps {
   agentLogDir: string;
   /** The janitor forgets a host not seen for this long, ms. */
   hostTtlMs: number;
+  /**
+   * The model judge of judge rewards and audits: the configured engines (activities/judge-engine.ts)
+   * and the price per token (`judge.prices`). Default none: such tasks fail without retries.
+   */
+  judge?: { engine: JudgeEngine; prices: JudgePrices };
+}
+
+/** A task asking for a judge this worker cannot run is not retried; an engine outage is. */
+async function judgeCall<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (error instanceof JudgeConfigError) throw ApplicationFailure.nonRetryable(error.message, error.name);
+    throw error;
+  }
 }
 
 /** Sandbox errors that can never succeed are not retried by Temporal. */
@@ -270,7 +289,10 @@ export function createActivities(deps: ActivityDeps) {
       });
     },
 
-    /** Runs the hidden tests in a fresh sandbox against the agent's diff. */
+    /**
+     * Scores the agent's diff: the hidden tests or the verifier in a fresh sandbox, or the model
+     * judge; an audit reads the episode's transcript from its gateway session in the store.
+     */
     async computeReward(input: {
       episodeId: string;
       attempt: number;
@@ -283,9 +305,14 @@ export function createActivities(deps: ActivityDeps) {
       return withHeartbeat(
         async () => {
           const agentDiff = await sandboxCall(() => workspaceDiff(deps.sandbox, input.sandboxId));
-          const result = await sandboxCall(() =>
+          const judge: JudgeDeps | undefined = deps.judge && {
+            ...deps.judge,
+            records: deps.artifacts,
+            transcript: () => sessionTranscript(deps.store, gatewaySessionId(input.episodeId, input.attempt)),
+          };
+          const result = await judgeCall(() => sandboxCall(() =>
             evaluateReward(
-              { provider: deps.sandbox, images: deps.images },
+              { provider: deps.sandbox, images: deps.images, judge },
               {
                 task,
                 agentDiff,
@@ -293,7 +320,7 @@ export function createActivities(deps: ActivityDeps) {
                 labels: { episode: input.episodeId },
               },
             ),
-          );
+          ));
           return {
             reward: result.reward,
             resolved: result.resolved,
@@ -303,6 +330,7 @@ export function createActivities(deps: ActivityDeps) {
             ...(result.suiteTests !== undefined ? { suiteTests: result.suiteTests } : {}),
             ...(result.suiteBroken?.length ? { suiteBroken: result.suiteBroken } : {}),
             ...(result.suiteSkipped !== undefined ? { suiteSkipped: result.suiteSkipped } : {}),
+            ...(result.judge ? { judge: result.judge } : {}),
           };
         },
         {

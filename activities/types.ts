@@ -1,3 +1,5 @@
+import type { JudgeSummary } from '../tasks/reward/judge/types.js';
+
 /**
  * Payload types shared by workflows and activities. Everything here travels through Temporal, so
  * it stays small: ids, counts and short reasons, never tokens, transcripts or logs.
@@ -91,6 +93,11 @@ export interface RewardSummary {
   suiteTests?: number;
   suiteBroken?: string[];
   suiteSkipped?: string;
+  /**
+   * The model judge's counts, cost and verdict (judge rewards, audits), with the URI of its full
+   * record; it reaches `reward_info` with the rest of this summary.
+   */
+  judge?: JudgeSummary;
 }
 
 /** What to do with an episode sampled by a policy more than `maxStaleness` versions old. */

@@ -10,6 +10,7 @@ export {
   PolicyScriptSchema,
   TaskScriptSchema,
   ScriptedTurnSchema,
+  FixedAnswerSchema,
   loadPolicyScript,
   renderTurn,
   pythonJson,
@@ -17,6 +18,7 @@ export {
   type PolicyScriptInput,
   type TaskScript,
   type ScriptedTurn,
+  type FixedAnswer,
 } from './script.js';
 
 /** The two engine presets of the routing spec (specs/routing.md): step costs and KV capacity. */

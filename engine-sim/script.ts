@@ -31,7 +31,21 @@ export const TaskScriptSchema = z.object({
   wander: z.array(ScriptedTurnSchema).default([]),
 });
 
+/**
+ * A fixed answer for prompts that contain every string of `when` (in the opening system turn or
+ * the first user turn): how the simulated engine plays a reward judge, whose answer depends on
+ * what the prompt quotes rather than on an episode's branch.
+ */
+export const FixedAnswerSchema = z.object({
+  when: z.array(z.string().min(1)).min(1),
+  /** Default: no reasoning. */
+  thought: z.string().default(''),
+  content: z.string(),
+});
+
 export const PolicyScriptSchema = z.object({
+  /** Checked in order before `tasks`; the first whose strings all occur answers. Default none. */
+  answers: z.array(FixedAnswerSchema).default([]),
   /** Default: none, so every request gets the short fallback answer. */
   tasks: z.array(TaskScriptSchema).default([]),
   /** Chance that an episode takes the wander branch at its first turn. Default 0.3. */
@@ -39,6 +53,7 @@ export const PolicyScriptSchema = z.object({
 });
 
 export type ScriptedTurn = z.output<typeof ScriptedTurnSchema>;
+export type FixedAnswer = z.output<typeof FixedAnswerSchema>;
 export type TaskScript = z.output<typeof TaskScriptSchema>;
 export type PolicyScript = z.output<typeof PolicyScriptSchema>;
 /** What callers may write: defaults not yet applied. */
@@ -129,6 +144,12 @@ export class ScriptedPolicy {
   /** Chooses and tokenizes the next assistant turn for a prompt; `rng` draws the branch. */
   respond(promptIds: readonly number[], rng: Rng): PolicyTurn {
     const shape = this.shape(promptIds);
+    const opening = `${shape.system ?? ''}\n${shape.firstUser ?? ''}`;
+    const fixed = this.script.answers.find((a) => a.when.every((w) => opening.includes(w)));
+    if (fixed) {
+      const text = continuation(renderTurn({ thought: fixed.thought, tool: null, content: fixed.content }), shape.openTail);
+      return { tokenIds: [...this.tokenizer.encode(text), this.imEnd], taskId: null, branch: null, turn: shape.assistantTurns };
+    }
     const task =
       shape.firstUser === null
         ? undefined

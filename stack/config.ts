@@ -8,6 +8,7 @@ import { EPISODE_TIMEOUT_DEFAULTS } from '../workflows/episode-timeouts.js';
 import { BOUND_DEFAULTS, type BatchBounds } from '../workflows/batch-bounds.js';
 import { REPLICA_DEFAULTS } from '../gateway/replica/options.js';
 import { GATEWAY_OUTAGE_DEFAULT_MS } from '../gateway/client/outage.js';
+import { FixedAnswerSchema } from '../engine-sim/script.js';
 import type { EpisodeLimits } from '../activities/types.js';
 
 /** A bound of `bounds.*`: positive, and at most its default, which the batch workflow enforces. */
@@ -159,6 +160,26 @@ export const ConfigSchema = z
       })
       .prefault({}),
     engines: z.array(Engine).default([]),
+    /**
+     * The model judge of judge rewards and audits (tasks/reward/judge/): it calls the engines
+     * above (or the simulated ones) directly, with `model.name`.
+     */
+    judge: z
+      .object({
+        /**
+         * Price per token, in the operator's own unit: a judgement's `cost` is prompt tokens ×
+         * `promptToken` + completion tokens × `completionToken`. Default 0 each (self-hosted
+         * engines: read the token counts and `engineMs` instead).
+         */
+        prices: z
+          .object({ promptToken: z.number().min(0).default(0), completionToken: z.number().min(0).default(0) })
+          .strict()
+          .prefault({}),
+        /** Wall time of one judge request to one engine, ms. Default 120000. */
+        timeoutMs: z.number().int().positive().default(120_000),
+      })
+      .strict()
+      .prefault({}),
     engineSim: z
       .object({
         instances: z.number().int().positive().default(2),
@@ -168,6 +189,11 @@ export const ConfigSchema = z
         wanderProbability: z.number().min(0).max(1).default(0.3),
         seed: z.number().int().default(1),
         tasks: z.string().default('builtin'),
+        /**
+         * Fixed answers for prompts holding given strings (engine-sim/script.ts), e.g. a judge's
+         * verdict for the judge prompts of a demo task. Default none: judge prompts get "Done.".
+         */
+        answers: z.array(FixedAnswerSchema).default([]),
       })
       .prefault({}),
     sandbox: z

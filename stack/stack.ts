@@ -103,7 +103,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
 
     let worker: RolloutWorker | undefined;
     if (parts.worker ?? true) {
-      const role = await startWorker(config, { temporalAddress: temporal.address, gatewayUrl, engines, isAvailable, store, tasks, workflowBundle: parts.workflowBundle });
+      const role = await startWorker(config, { temporalAddress: temporal.address, gatewayUrl, engines, isAvailable, store, tasks, codec, workflowBundle: parts.workflowBundle });
       stops.push(() => role.stop());
       worker = role.worker;
       log(`worker polling ${config.temporal.taskQueue} and ${hostQueueOf(config.temporal.taskQueue, config.worker.hostId)}`);

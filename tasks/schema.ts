@@ -116,14 +116,55 @@ export const EnvironmentSchema = z
   .strict();
 export type Environment = z.infer<typeof EnvironmentSchema>;
 
+/** What a judge is shown of the episode, each quoted as data (tasks/reward/judge/prompt.ts). */
+export const JudgeIncludeSchema = z.enum(['problem', 'diff', 'transcript']);
+export type JudgeInclude = z.infer<typeof JudgeIncludeSchema>;
+
+/** Options every model judge takes, the task's reward judge and the audit alike. */
+const judgeCallOptions = {
+  /** The judge's model: must be the one the configured engines serve. Default that model (`model.name`). */
+  model: z.string().min(1).optional(),
+  /** Output tokens of one judge call (reasoning included). Default 512. */
+  max_tokens: z.number().int().min(16).max(8192).default(512),
+  /** Sampling temperature. Default 0 (greedy), so a verdict can be reproduced. */
+  temperature: z.number().min(0).max(2).default(0),
+  /**
+   * Bytes of each quoted input (problem, diff, transcript) the judge sees; a longer one keeps its
+   * head and tail and says how much was left out. Default 16,000.
+   */
+  input_bytes: z.number().int().min(1000).max(200_000).default(16_000),
+};
+
+/** The longest rubric: it is sent whole in every judge prompt. */
+export const MAX_RUBRIC_CHARS = 8000;
+
+/**
+ * An audit beside a `tests` or `script` reward: a model judge reads the episode's transcript and
+ * diff and flags test tampering, peeking at history and reading hidden files
+ * (tasks/reward/judge/audit.ts). With `action: 'zero'` (default) a flag makes the reward 0 with
+ * reason `tampered` and the judge's reason as `detail`; with `flag` the reward stands and the
+ * verdict is only recorded. Default rubric: AUDIT_RUBRIC (tasks/reward/judge/prompt.ts).
+ */
+export const AuditSpecSchema = z
+  .object({
+    rubric: z.string().min(1).max(MAX_RUBRIC_CHARS).optional(),
+    include: z.array(JudgeIncludeSchema).min(1).default(['problem', 'diff', 'transcript']),
+    action: z.enum(['zero', 'flag']).default('zero'),
+    ...judgeCallOptions,
+  })
+  .strict();
+export type AuditSpec = z.infer<typeof AuditSpecSchema>;
+
 /**
  * How the episode is scored. `tests` (default): the hidden tests of `test_patch` over the agent's
  * diff, FAIL_TO_PASS and PASS_TO_PASS read from the runner's report or log. `script`: a verifier
  * folder (Harbor's `tests/`) mounted read-only at `/tests` in the reward sandbox runs `command`,
- * which writes the reward (a number in [0, 1]) to `reward_file`.
+ * which writes the reward (a number in [0, 1]) to `reward_file`. `judge`: a model judge, through
+ * the configured engines, scores the episode by `rubric` (tasks/reward/judge-reward.ts); for tasks
+ * without tests. `tests` and `script` take an `audit` (AuditSpecSchema).
  */
 export const RewardSpecSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('tests') }).strict(),
+  z.object({ kind: z.literal('tests'), audit: AuditSpecSchema.optional() }).strict(),
   z
     .object({
       kind: z.literal('script'),
@@ -133,6 +174,19 @@ export const RewardSpecSchema = z.discriminatedUnion('kind', [
       command: z.string().min(1).default('bash /tests/test.sh'),
       /** Where the command leaves the reward. Default `/logs/verifier/reward.txt`. */
       reward_file: z.string().regex(/^\/\S+$/).default('/logs/verifier/reward.txt'),
+      audit: AuditSpecSchema.optional(),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('judge'),
+      /** What earns the reward, in plain words; the judge is told how to answer. */
+      rubric: z.string().min(1).max(MAX_RUBRIC_CHARS),
+      /** `binary`: the reward is 0 or 1; `scale`: any number in [0, 1]. Default `binary`. */
+      score: z.enum(['binary', 'scale']).default('binary'),
+      /** Default all three: problem, diff and transcript. */
+      include: z.array(JudgeIncludeSchema).min(1).default(['problem', 'diff', 'transcript']),
+      ...judgeCallOptions,
     })
     .strict(),
 ]);

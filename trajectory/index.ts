@@ -5,3 +5,4 @@ export { arrowStreamBytes, rowsToTable, TRAJECTORY_COLUMNS } from './arrow-expor
 export { exportGroup, groupKey, GroupExportError, type GroupFile } from './group-export.js';
 export * from './artifacts/index.js';
 export { episodeRows } from './batch-export.js';
+export { sessionTranscript } from './transcript.js';

@@ -32,7 +32,7 @@ export async function startEngines(config: Config, shared: { codec?: Codec; task
   const sim = config.engineSim;
   const codec = shared.codec ?? (await loadConfiguredCodec(config));
   const source = await (shared.tasks ?? new TaskCatalog()).load(sim.tasks);
-  const script = { tasks: [...source.values()].map(scriptForTask), wanderProbability: sim.wanderProbability };
+  const script = { answers: sim.answers, tasks: [...source.values()].map(scriptForTask), wanderProbability: sim.wanderProbability };
   const sims: EngineSim[] = [];
   const stop = async () => void (await Promise.all(sims.splice(0).map((s) => s.close())));
   try {

@@ -1,5 +1,7 @@
 import { NativeConnection, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.js';
+import { createEngineJudge } from '../../activities/judge-engine.js';
+import type { Codec } from '../../gateway/codec/index.js';
 import { TaskCatalog } from '../../activities/task-catalog.js';
 import { AdmissionControl, type InstanceConfig } from '../../scheduler/index.js';
 import { bubblewrapTmpHostDir } from '../../sandbox/bridge.js';
@@ -16,6 +18,7 @@ import { openConfiguredStore } from '../store.js';
 import { withStops } from '../stops.js';
 import { PROJECT_ROOT } from '../temporal-binary.js';
 import { temporalConnectionOptions } from '../temporal-connection.js';
+import { loadConfiguredCodec } from './codec.js';
 import { configuredInstances } from './engines.js';
 import { gatewayUrls } from './placement.js';
 
@@ -37,6 +40,8 @@ export interface WorkerShared {
   /** Default: its own, from `store.url`. */
   store?: Store;
   tasks?: TaskCatalog;
+  /** The model's codec, for the model judge. Default: its own, from `model.*`. */
+  codec?: Codec;
   /** Reuse a workflow bundle (tests build it once). */
   workflowBundle?: WorkflowBundleWithSourceMap;
 }
@@ -94,6 +99,11 @@ export function startWorker(config: Config, shared: WorkerShared = {}): Promise<
     });
     // Stops run in reverse: this runs after the worker has stopped using the provider.
     stops.push(async () => sandbox.release?.());
+    const codec = shared.codec ?? (await loadConfiguredCodec(config));
+    const judge = {
+      engine: createEngineJudge({ codec, instances: engines, modelName: config.model.name, isAvailable, timeoutMs: config.judge.timeoutMs }),
+      prices: config.judge.prices,
+    };
     const activities = createActivities({
       store,
       admission: await AdmissionControl.create(store, engines, config.admission, isAvailable),
@@ -110,6 +120,7 @@ export function startWorker(config: Config, shared: WorkerShared = {}): Promise<
       sandboxTmpHostDir: bubblewrapTmpHostDir(paths.sandboxes),
       agentLogDir: paths.agentLogs,
       hostTtlMs: config.janitor.hostTtlMs,
+      judge,
     });
     installWorkerRuntime();
     const connection = await NativeConnection.connect(connectionOptions);

@@ -2,6 +2,7 @@
 import type { ImageStore } from '../../sandbox/images/types.js';
 import type { SandboxProvider } from '../../sandbox/provider.js';
 import type { Task } from '../schema.js';
+import type { JudgeDeps, JudgeSummary } from './judge/types.js';
 
 export type RewardReason =
   | 'resolved'
@@ -9,13 +10,15 @@ export type RewardReason =
   | 'patch_failed'
   | 'no_report'
   | 'timeout'
-  | 'tampered';
+  | 'tampered'
+  /** The model judge (a judge reward, or an audit that zeroes) answered twice with nothing readable. */
+  | 'judge_unparseable';
 export type TestOutcome = 'passed' | 'failed' | 'missing';
 
 export interface RewardResult {
   /**
    * Tests rewards: 1 if resolved, else 0. Script rewards: the number the verifier wrote, in
-   * [0, 1] (0 when it wrote none).
+   * [0, 1] (0 when it wrote none). Judge rewards: the judge's score. 0 when an audit flagged.
    */
   reward: number;
   /** Reward 1. */
@@ -59,6 +62,8 @@ export interface RewardResult {
    * rests on FAIL_TO_PASS and PASS_TO_PASS alone.
    */
   suiteSkipped?: string;
+  /** The model judge's summary: the judge reward's, or the audit's beside a tests or script reward. */
+  judge?: JudgeSummary;
 }
 
 export interface RewardDeps {
@@ -76,6 +81,8 @@ export interface RewardDeps {
   suiteBaseline?: boolean;
   /** Where suite baselines are cached. Default `suite-baselines/` under `workspaceCacheDir`. */
   suiteBaselineDir?: string;
+  /** The configured engines as a judge reaches them; needed by judge rewards and audits. Default none. */
+  judge?: JudgeDeps;
 }
 
 export interface RewardInput {

@@ -31,7 +31,7 @@ describe('scripted policy', () => {
   });
 
   it('applies schema defaults', () => {
-    expect(PolicyScriptSchema.parse({})).toEqual({ tasks: [], wanderProbability: 0.3 });
+    expect(PolicyScriptSchema.parse({})).toEqual({ answers: [], tasks: [], wanderProbability: 0.3 });
     const parsed = PolicyScriptSchema.parse({
       tasks: [{ taskId: 't', match: 'm', solve: [{ thought: 'x' }] }],
     });
@@ -61,6 +61,31 @@ describe('scripted policy', () => {
       branch: 'solve',
       turn: 0,
     });
+  });
+
+  it('gives a fixed answer, before any task, to a prompt that holds all its strings', () => {
+    const policy = new ScriptedPolicy(
+      PolicyScriptSchema.parse({
+        ...SCRIPT,
+        wanderProbability: 0,
+        answers: [
+          { when: ['You are a judge', 'Fix the failing test'], content: '{"score": 1}' },
+          { when: ['You are a judge'], thought: 'Unsure.', content: '{"score": 0}' },
+        ],
+      }),
+      tk,
+    );
+    const text = (prompt: number[]) => {
+      const out = policy.respond(prompt, createRng(1));
+      return { taskId: out.taskId, text: tk.decode(out.tokenIds) };
+    };
+    expect(text(firstPrompt(tk, 'Quoted: Fix the failing test in calc.py', 'You are a judge'))).toEqual({
+      taskId: null,
+      text: '<think>\n\n</think>\n\n{"score": 1}<|im_end|>',
+    });
+    expect(text(firstPrompt(tk, 'something else', 'You are a judge')).text).toBe('<think>\nUnsure.\n</think>\n\n{"score": 0}<|im_end|>');
+    // Without every string, the task script answers as before.
+    expect(text(firstPrompt(tk, 'Fix the failing test in calc.py')).taskId).toBe('fix-bug');
   });
 
   it('continues after a pre-filled think block when thinking is switched off', () => {

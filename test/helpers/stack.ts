@@ -1,13 +1,16 @@
 import { mkdtempSync } from 'node:fs';
 import path from 'node:path';
 import { inject } from 'vitest';
-import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
+import { startEngineSim, type EngineSim, type PolicyScriptInput } from '../../engine-sim/index.js';
 import { loadCodec, type Codec } from '../../gateway/codec/index.js';
 import { ConfigSchema, type Config } from '../../stack/config.js';
 import { builtinPackDir, loadTasks } from '../../tasks/loader.js';
 import type { Task } from '../../tasks/schema.js';
 import { scriptForTask } from '../../tasks/solution-script.js';
 import { startRecordingProxy, type RecordedCompletion } from './recording-proxy.js';
+
+/** A fixed answer of the simulated engine (engine-sim/script.ts), e.g. a judge's verdict. */
+type FixedAnswerInput = NonNullable<PolicyScriptInput['answers']>[number];
 
 let codec: Promise<Codec> | undefined;
 /** The Qwen3 codec, loaded once per test file. */
@@ -25,10 +28,10 @@ export interface TestEngines {
 }
 
 /** Simulated engines scripted with the built-in pack (and `tasks`, if given), each behind a recording proxy. */
-export async function startTestEngines(options: { count: number; wanderProbability?: number; seed?: number; timeScale?: number; tasks?: Task[] }): Promise<TestEngines> {
+export async function startTestEngines(options: { count: number; wanderProbability?: number; seed?: number; timeScale?: number; tasks?: Task[]; answers?: FixedAnswerInput[] }): Promise<TestEngines> {
   const { tokenizer } = await testCodec();
   const tasks = [...(await loadTasks(builtinPackDir())), ...(options.tasks ?? [])];
-  const script = { tasks: tasks.map(scriptForTask), wanderProbability: options.wanderProbability ?? 0.3 };
+  const script = { answers: options.answers ?? [], tasks: tasks.map(scriptForTask), wanderProbability: options.wanderProbability ?? 0.3 };
   const sims: EngineSim[] = [];
   const proxies: Awaited<ReturnType<typeof startRecordingProxy>>[] = [];
   const recorded: RecordedCompletion[] = [];
