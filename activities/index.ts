@@ -7,6 +7,7 @@ import {
   evaluateReward,
   runnerMounts,
   workspaceDiff,
+  type ScreenConfig,
 } from '../tasks/reward/index.js';
 import { taskSandboxSpec } from '../tasks/task-sandbox.js';
 import { secretPathsOf } from '../tasks/secret-paths.js';
@@ -56,6 +57,8 @@ export interface ActivityDeps {
   agentLogDir: string;
   /** The janitor forgets a host not seen for this long, ms. */
   hostTtlMs: number;
+  /** The stack's `reward.screen` (tasks/reward/screen/). Default: on, every rule. */
+  rewardScreen?: ScreenConfig;
 }
 
 /** Sandbox errors that can never succeed are not retried by Temporal. */
@@ -285,7 +288,7 @@ export function createActivities(deps: ActivityDeps) {
           const agentDiff = await sandboxCall(() => workspaceDiff(deps.sandbox, input.sandboxId));
           const result = await sandboxCall(() =>
             evaluateReward(
-              { provider: deps.sandbox, images: deps.images },
+              { provider: deps.sandbox, images: deps.images, screen: deps.rewardScreen },
               {
                 task,
                 agentDiff,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ScreenConfigSchema } from './reward/screen/config.js';
 
 /** SWE-bench stores test lists either as arrays or as JSON-encoded strings; accept both. */
 export const TestList = z.preprocess((v) => {
@@ -123,7 +124,16 @@ export type Environment = z.infer<typeof EnvironmentSchema>;
  * which writes the reward (a number in [0, 1]) to `reward_file`.
  */
 export const RewardSpecSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('tests') }).strict(),
+  z
+    .object({
+      kind: z.literal('tests'),
+      /**
+       * The static screen of the agent's diff before the tests run (tasks/reward/screen/): on,
+       * every rule applied, where left out. Applies together with the stack's `reward.screen`.
+       */
+      screen: ScreenConfigSchema.optional(),
+    })
+    .strict(),
   z
     .object({
       kind: z.literal('script'),

@@ -110,6 +110,7 @@ export function startWorker(config: Config, shared: WorkerShared = {}): Promise<
       sandboxTmpHostDir: bubblewrapTmpHostDir(paths.sandboxes),
       agentLogDir: paths.agentLogs,
       hostTtlMs: config.janitor.hostTtlMs,
+      rewardScreen: config.reward.screen,
     });
     installWorkerRuntime();
     const connection = await NativeConnection.connect(connectionOptions);

@@ -41,6 +41,9 @@ export {
   runnerMounts,
   TEST_FILES_ENV,
 } from './runners.js';
+export { activeRules, ScreenConfigSchema, type ScreenConfig } from './screen/config.js';
+export { SCREEN_RULES, type ScreenRule } from './screen/rules.js';
+export { MAX_FINDINGS, screenDiff, screenEvidence, type ScreenFinding } from './screen/screen.js';
 export { parseRewardFile, VERIFIER_MOUNT } from './script-reward.js';
 export { MAX_TEST_OUTPUT_BYTES } from './test-run.js';
 export { MAX_DIFF_BYTES, workspaceDiff, WorkspaceDiffError } from './workspace-diff.js';

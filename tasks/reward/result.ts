@@ -2,6 +2,8 @@
 import type { ImageStore } from '../../sandbox/images/types.js';
 import type { SandboxProvider } from '../../sandbox/provider.js';
 import type { Task } from '../schema.js';
+import type { ScreenConfig } from './screen/config.js';
+import type { ScreenFinding } from './screen/screen.js';
 
 export type RewardReason =
   | 'resolved'
@@ -41,6 +43,11 @@ export interface RewardResult {
   detail?: string;
   /** Paths of the agent's diff the reward dropped (tests, runner configuration). */
   dropped: string[];
+  /**
+   * What the static screen flagged (tasks/reward/screen/), at most MAX_FINDINGS: present only
+   * when it made the episode `tampered`, before any test ran.
+   */
+  screen?: ScreenFinding[];
 }
 
 export interface RewardDeps {
@@ -51,6 +58,8 @@ export interface RewardDeps {
   images?: ImageStore;
   /** Random bytes for the canaries' names and values. Default `crypto.randomBytes`. */
   random?: (bytes: number) => Buffer;
+  /** The stack's `reward.screen`; applies together with the task's. Default: on, every rule. */
+  screen?: ScreenConfig;
 }
 
 export interface RewardInput {
