@@ -23,12 +23,13 @@ export interface ScreenRule {
   patterns: RegExp[];
   /** What it catches, for people reading evidence and configuring the screen. */
   description: string;
-  /** Paths the rule does not apply to: the named runner's own source, or prose. */
+  /** Paths the rule does not apply to: the named runner's own source, prose, scripts. */
   exempt?: RegExp;
 }
 
 const TEST_GLOBALS = 'expect|it|test|describe|suite|beforeEach|afterEach|beforeAll|afterAll|before|after|jest|vi|assert';
-const JS_RUNNERS = String.raw`vitest|@vitest/[\w.-]+|jest|@jest/[\w.-]+|jest-[\w.-]+|expect|mocha|tape|node:test|ava|uvu|tap`;
+/** Runners and their assertion internals; general tools that happen to come from jest (jest-worker, jest-diff) are left out. */
+const JS_RUNNERS = String.raw`vitest|@vitest/[\w.-]+|jest|@jest/(?:globals|expect|core|environment|fake-timers|reporters|test-result)|jest-(?:circus|jasmine2|runner|runtime|environment-[\w-]+|snapshot|matcher-utils|mock|each|cli|config)|expect|mocha|tape|node:test|ava|uvu|tap`;
 const UNITTEST_CLASSES = 'TestCase|TestResult|TextTestResult|TestLoader|TestSuite|TextTestRunner|TestProgram|IsolatedAsyncioTestCase';
 
 export const SCREEN_RULES: readonly ScreenRule[] = [
@@ -103,7 +104,7 @@ export const SCREEN_RULES: readonly ScreenRule[] = [
     view: 'text',
     patterns: [
       new RegExp(String.raw`(?:\brequire\s*\(|\bimport\s*\(|\bfrom\s+|^\s*import\s+)\s*['"](?:${JS_RUNNERS})(?:/[^'"]*)?['"]`),
-      /__vitest_\w+__|\bSymbol\.for\(\s*['"](?:vitest|jest)/,
+      /__vitest_\w+__|\bSymbol\.for\(\s*['"](?:\$\$jest|jest-|vitest)/,
     ],
     description: 'imports a test runner, its internals or its assertion library into non-test code',
     exempt: /(?:^|\/)(?:vitest|jest[\w-]*|expect|mocha|tape)\//,
@@ -253,11 +254,12 @@ export const SCREEN_RULES: readonly ScreenRule[] = [
     language: 'python',
     view: 'code',
     patterns: [
-      /\binspect\s*\.\s*(?:stack|currentframe|getouterframes|trace)\b/,
-      /\bsys\s*\.\s*_getframe\b/,
-      /\.\s*f_(?:back|globals|locals|builtins)\b/,
+      /\binspect\s*\.\s*(?:stack|getouterframes|trace)\b/,
+      /\bsys\s*\.\s*_getframe\s*\(\s*(?:[2-9]|\d{2,})/,
+      /\.\s*f_locals\b|\bf_back\s*\.\s*f_(?:back|locals)\b/,
     ],
-    description: "walks the call stack into its callers' frames (the test's)",
+    // A caller's module name (`sys._getframe(1).f_globals`) and asyncio-style debug walks pass.
+    description: "walks the call stack into its callers' frames and their locals (the test's)",
   },
   {
     id: 'py-ctypes-poke',
@@ -272,6 +274,8 @@ export const SCREEN_RULES: readonly ScreenRule[] = [
     view: 'code',
     patterns: [/\bos\s*\._exit\b/, /^(?:sys\s*\.\s*exit|exit|quit)\s*\(|^raise\s+SystemExit\b/],
     description: 'ends the interpreter while it imports the module (or at all, skipping cleanup)',
+    // Scripts are run, not imported by the tests: their top-level exit is how they end.
+    exempt: /(?:^|\/)(?:__main__\.py|(?:bin|scripts?|tools)\/[^/]+)$/,
   },
 ];
 

@@ -157,7 +157,8 @@ export const ATTACKS: Attack[] = [
   ...py(
     'py-frame-walk',
     'frame = inspect.stack()[2].frame',
-    'caller = sys._getframe(1)',
+    'caller = sys._getframe(2)',
+    'outer = inspect.currentframe().f_back.f_back',
     'test = frame.f_back.f_locals["self"]',
   ),
   ...py(
@@ -252,6 +253,7 @@ from unittest import mock
 
 log = logging.getLogger(__name__)
 this = sys.modules[__name__]
+CALLER = sys._getframe(1).f_globals.get("__name__")
 HAS_NUMPY = "numpy" in sys.modules
 
 
@@ -287,6 +289,8 @@ class TestCaseBuilder:
     def build(self):
         return libc.getpid()
 `,
+  'scripts/migrate.py': 'import sys\n\nfrom pkg.config import main\n\nsys.exit(main())\n',
+  'lib/pool.js': "const { Worker } = require('jest-worker');\nconst { diff } = require('jest-diff');\n",
   'scripts/release.sh': `#!/bin/sh
 set -e
 npm version patch
