@@ -10,7 +10,7 @@
  */
 import { isTestPath, splitDiff } from '../diff.js';
 import { LineLexer, languageOf } from './lexer.js';
-import { SCREEN_RULES } from './rules.js';
+import { SCREEN_RULES, type ScreenRule } from './rules.js';
 
 export interface ScreenFinding {
   rule: string;
@@ -32,6 +32,12 @@ function clip(line: string): string {
   return text.length > TEXT_CHARS ? `${text.slice(0, TEXT_CHARS - 1)}…` : text;
 }
 
+/** One pattern for all of `rules`' patterns on `view`: most lines match none, and one test is cheaper. */
+function unionOf(rules: readonly ScreenRule[], view: ScreenRule['view']): RegExp {
+  const sources = rules.filter((r) => r.view === view).flatMap((r) => r.patterns.map((p) => p.source));
+  return sources.length === 0 ? /(?!)/ : new RegExp(sources.map((s) => `(?:${s})`).join('|'));
+}
+
 /** Every finding of the rules in `active` over the added lines of the diff's non-test files. */
 export function screenDiff(diff: string, active: ReadonlySet<string>): ScreenFinding[] {
   const findings: ScreenFinding[] = [];
@@ -46,6 +52,8 @@ export function screenDiff(diff: string, active: ReadonlySet<string>): ScreenFin
         active.has(r.id) && (r.language === 'any' || r.language === language) && !r.exempt?.test(path),
     );
     if (rules.length === 0) continue;
+    const anyCode = unionOf(rules, 'code');
+    const anyText = unionOf(rules, 'text');
     let oldLeft = 0;
     let newLeft = 0;
     let lineNo = 0;
@@ -71,11 +79,12 @@ export function screenDiff(diff: string, active: ReadonlySet<string>): ScreenFin
       if (tag !== '+' && tag !== ' ' && line !== '') continue; // "\ No newline at end of file"
       const body = line.slice(1);
       const views = lexer.next(body);
-      if (tag === '+') {
+      if (tag === '+' && (anyCode.test(views.code) || anyText.test(views.text))) {
         for (const rule of rules)
           if (rule.patterns.some((re) => re.test(views[rule.view])))
             findings.push({ rule: rule.id, path, line: lineNo, text: clip(body) });
-      } else oldLeft--;
+      }
+      if (tag !== '+') oldLeft--;
       newLeft--;
       lineNo++;
     }
