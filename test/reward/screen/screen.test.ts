@@ -33,6 +33,16 @@ describe('screen rules', () => {
     expect(screenDiff(diff, ALL)).toEqual([]);
   });
 
+  it('reads comments and strings opened on context lines', () => {
+    const hunk = (path: string, open: string, added: string, close: string): string =>
+      `diff --git a/${path} b/${path}\n--- a/${path}\n+++ b/${path}\n@@ -1,2 +1,3 @@\n ${open}\n+${added}\n ${close}\n`;
+    expect(screenDiff(hunk('src/a.js', '/*', "process.on('exit', forge);", '*/'), ALL)).toEqual([]);
+    expect(screenDiff(hunk('pkg/a.py', 'DOC = """', 'atexit.register(forge)', '"""'), ALL)).toEqual([]);
+    expect(rulesOf(hunk('pkg/a.py', 'DOC = """"""', 'atexit.register(forge)', 'x = 1'))).toEqual([
+      'py-exit-hook',
+    ]);
+  });
+
   it('names the path, the line in the new file, the rule and the clipped line', () => {
     const long = `require('assert').throws = function () { ${'x'.repeat(200)} };`;
     const diff =
