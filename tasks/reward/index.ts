@@ -41,9 +41,8 @@ export {
   runnerMounts,
   TEST_FILES_ENV,
 } from './runners.js';
-export { activeRules, ScreenConfigSchema, type ScreenConfig } from './screen/config.js';
-export { SCREEN_RULES, type ScreenRule } from './screen/rules.js';
-export { MAX_FINDINGS, screenDiff, screenEvidence, type ScreenFinding } from './screen/screen.js';
+export { activeRules, type ScreenConfig } from './screen/config.js';
+export { screenDiff, type ScreenFinding } from './screen/screen.js';
 export { parseRewardFile, VERIFIER_MOUNT } from './script-reward.js';
 export { MAX_TEST_OUTPUT_BYTES } from './test-run.js';
 export { MAX_DIFF_BYTES, workspaceDiff, WorkspaceDiffError } from './workspace-diff.js';
