@@ -9,8 +9,9 @@
  * `assert.equal(a, b)` pass, `assert.equal = …` does not), by leaving out what honest library
  * code does every day (`setTimeout(…).unref()`, daemon threads, `sys.modules[__name__]`,
  * `unittest.mock`, `process.on('SIGINT')`), and by `exempt`: a rule about a runner's internals
- * does not apply inside that runner's own source (a task on pytest's repository edits `_pytest`).
- * A task that must do one of these things turns the rule off (`reward.screen.disabledRules`).
+ * does not apply inside that runner's own source (a task on pytest's repository edits `_pytest`),
+ * prose starts no process, a script may exit at top level. A task that must do one of these
+ * things turns the rule off (`reward.screen.disabledRules`).
  */
 
 export type RuleLanguage = 'python' | 'js-ts' | 'any';
