@@ -11,6 +11,7 @@ import {
   type JudgeDeps,
   type JudgeEngine,
   type JudgePrices,
+  type ScreenConfig,
 } from '../tasks/reward/index.js';
 import { taskSandboxSpec } from '../tasks/task-sandbox.js';
 import { secretPathsOf } from '../tasks/secret-paths.js';
@@ -65,6 +66,8 @@ export interface ActivityDeps {
    * and the price per token (`judge.prices`). Default none: such tasks fail without retries.
    */
   judge?: { engine: JudgeEngine; prices: JudgePrices };
+  /** The stack's `reward.screen` (tasks/reward/screen/). Default: on, every rule. */
+  rewardScreen?: ScreenConfig;
 }
 
 /** A task asking for a judge this worker cannot run is not retried; an engine outage is. */
@@ -312,7 +315,7 @@ export function createActivities(deps: ActivityDeps) {
           };
           const result = await judgeCall(() => sandboxCall(() =>
             evaluateReward(
-              { provider: deps.sandbox, images: deps.images, judge },
+              { provider: deps.sandbox, images: deps.images, judge, screen: deps.rewardScreen },
               {
                 task,
                 agentDiff,

@@ -10,6 +10,7 @@ import { REPLICA_DEFAULTS } from '../gateway/replica/options.js';
 import { GATEWAY_OUTAGE_DEFAULT_MS } from '../gateway/client/outage.js';
 import { FixedAnswerSchema } from '../engine-sim/script.js';
 import type { EpisodeLimits } from '../activities/types.js';
+import { ScreenConfigSchema } from '../tasks/reward/screen/config.js';
 
 /** A bound of `bounds.*`: positive, and at most its default, which the batch workflow enforces. */
 const bound = (key: keyof BatchBounds) => z.number().int().positive().max(BOUND_DEFAULTS[key]).default(BOUND_DEFAULTS[key]);
@@ -320,6 +321,18 @@ export const ConfigSchema = z
         /** How long an attempt's cleanup (sandbox destroy) may wait for a dead host, ms; its TTL removes it later. Default 120000. */
         cleanupWindowMs: z.number().int().positive().default(EPISODE_TIMEOUT_DEFAULTS.cleanupWindowMs),
       })
+      .prefault({}),
+    /** The test reward (tasks/reward/). */
+    reward: z
+      .object({
+        /**
+         * The static screen of agents' diffs for every task (tasks/reward/screen/), applied
+         * together with each task's own `reward.screen`: either turns it or a rule off.
+         * Default: on, every rule.
+         */
+        screen: ScreenConfigSchema.prefault({}),
+      })
+      .strict()
       .prefault({}),
     /** The sandbox janitor (workers/janitor.ts). */
     janitor: z

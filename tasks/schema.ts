@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ScreenConfigSchema } from './reward/screen/config.js';
 
 /** SWE-bench stores test lists either as arrays or as JSON-encoded strings; accept both. */
 export const TestList = z.preprocess((v) => {
@@ -164,7 +165,17 @@ export type AuditSpec = z.infer<typeof AuditSpecSchema>;
  * without tests. `tests` and `script` take an `audit` (AuditSpecSchema).
  */
 export const RewardSpecSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('tests'), audit: AuditSpecSchema.optional() }).strict(),
+  z
+    .object({
+      kind: z.literal('tests'),
+      /**
+       * The static screen of the agent's diff before the tests run (tasks/reward/screen/): on,
+       * every rule applied, where left out. Applies together with the stack's `reward.screen`.
+       */
+      screen: ScreenConfigSchema.optional(),
+      audit: AuditSpecSchema.optional(),
+    })
+    .strict(),
   z
     .object({
       kind: z.literal('script'),

@@ -121,6 +121,7 @@ export function startWorker(config: Config, shared: WorkerShared = {}): Promise<
       agentLogDir: paths.agentLogs,
       hostTtlMs: config.janitor.hostTtlMs,
       judge,
+      rewardScreen: config.reward.screen,
     });
     installWorkerRuntime();
     const connection = await NativeConnection.connect(connectionOptions);

@@ -45,6 +45,8 @@ export {
   runnerMounts,
   TEST_FILES_ENV,
 } from './runners.js';
+export { activeRules, type ScreenConfig } from './screen/config.js';
+export { screenDiff, type ScreenFinding } from './screen/screen.js';
 export { parseRewardFile, VERIFIER_MOUNT } from './script-reward.js';
 export { AUDIT_RUBRIC, JUDGE_HEADER } from './judge/prompt.js';
 export {

@@ -3,6 +3,8 @@ import type { ImageStore } from '../../sandbox/images/types.js';
 import type { SandboxProvider } from '../../sandbox/provider.js';
 import type { Task } from '../schema.js';
 import type { JudgeDeps, JudgeSummary } from './judge/types.js';
+import type { ScreenConfig } from './screen/config.js';
+import type { ScreenFinding } from './screen/screen.js';
 
 export type RewardReason =
   | 'resolved'
@@ -64,6 +66,11 @@ export interface RewardResult {
   suiteSkipped?: string;
   /** The model judge's summary: the judge reward's, or the audit's beside a tests or script reward. */
   judge?: JudgeSummary;
+  /**
+   * What the static screen flagged (tasks/reward/screen/), at most MAX_FINDINGS: present only
+   * when it made the episode `tampered`, before any test ran.
+   */
+  screen?: ScreenFinding[];
 }
 
 export interface RewardDeps {
@@ -83,6 +90,8 @@ export interface RewardDeps {
   suiteBaselineDir?: string;
   /** The configured engines as a judge reaches them; needed by judge rewards and audits. Default none. */
   judge?: JudgeDeps;
+  /** The stack's `reward.screen`; applies together with the task's. Default: on, every rule. */
+  screen?: ScreenConfig;
 }
 
 export interface RewardInput {

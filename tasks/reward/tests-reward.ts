@@ -19,6 +19,9 @@
  * patch: nothing is applied, the agent's diff loses every section under a hidden workspace path,
  * and no canaries are added (canaries go into test-patch files), which the result records as
  * `canaries: 0`.
+ *
+ * Before all that, the static screen (screen/screen.ts) reads the diff to be applied: non-test
+ * code reaching into the test infrastructure makes the episode `tampered`, with the evidence.
  */
 import { randomBytes } from 'node:crypto';
 import { hiddenPathsOf } from '../task-sandbox.js';
@@ -36,6 +39,8 @@ import {
 } from './result.js';
 import { rewardMounts } from './runners.js';
 import { addCanaries, applyPatch, rewardSandboxSpec, withRewardSandbox } from './sandbox-steps.js';
+import { activeRules } from './screen/config.js';
+import { MAX_FINDINGS, screenDiff, screenEvidence } from './screen/screen.js';
 import { brokenSuiteTests, suiteBaselineOf, type SuiteBaseline } from './suite-baseline.js';
 import { runTests } from './test-run.js';
 
@@ -108,6 +113,15 @@ export async function evaluateTestsReward(
       ...(skipped !== undefined ? { suiteSkipped: skipped } : {}),
     };
   };
+
+  // The screen reads what the reward would apply, so it runs before any sandbox exists.
+  const taskScreen = task.reward.kind === 'tests' ? task.reward.screen : undefined;
+  const flagged = screenDiff(agentPatch, activeRules(deps.screen, taskScreen));
+  if (flagged.length > 0)
+    return {
+      ...finish(verdict('tampered', undefined, screenEvidence(flagged)), undefined),
+      screen: flagged.slice(0, MAX_FINDINGS),
+    };
 
   const spec = await rewardSandboxSpec(deps, input, { readOnlyMounts: rewardMounts(task) });
   const evaluation = withRewardSandbox(provider, spec, async (id): Promise<Verdict> => {

@@ -344,7 +344,7 @@ export async function mochaTask(
 const CJS_MATH = (op: '+' | '-'): string =>
   `function add(a, b) {\n  return a ${op} b;\n}\n\nfunction mul(a, b) {\n  return a * b;\n}\n\nmodule.exports = { add, mul };\n`;
 
-const JEST_FILES: Record<string, string> = {
+export const JEST_FILES: Record<string, string> = {
   'package.json': '{ "name": "mathlib" }\n',
   'src/math.js': CJS_MATH('-'),
   'test/math.test.js': `const { mul } = require('../src/math.js');

@@ -69,6 +69,9 @@ os._exit(0)
 
 const MOCHA_BIN = '/node_modules/mocha/bin/mocha.js';
 
+/** Canary tests: the screen (tasks/reward/screen/) would stop their code first, so it is off. */
+const SCREEN_OFF = { enabled: false, disabledRules: [] };
+
 const cases: [
   string,
   () => Promise<{ task: Task; dir: string }>,
@@ -172,7 +175,10 @@ describe.each(cases)('evaluateReward, log parser %s', (_name, makeTask, fix, fak
 
   it('catches code under test that neuters failing assertions: tampered', async () => {
     const diff = await agentDiff(provider, workspace, neuter);
-    const r = await evaluateReward({ provider }, { task, agentDiff: diff, idempotencyKey: key() });
+    const r = await evaluateReward(
+      { provider, screen: SCREEN_OFF },
+      { task, agentDiff: diff, idempotencyKey: key() },
+    );
     expect(r).toMatchObject({ reward: 0, reason: 'tampered' });
     expect(r.detail).toContain('canary tests did not fail');
   });
@@ -203,7 +209,7 @@ describe('evaluateReward, forged console output', () => {
       const lines = named.map((t) => (parser === 'pytest' ? `PASSED ${t}` : `${t} ... ok`));
       const diff = await agentDiff(provider, made.dir, { 'calc/__init__.py': pyForge(lines) });
       const r = await evaluateReward(
-        { provider },
+        { provider, screen: SCREEN_OFF },
         { task, agentDiff: diff, idempotencyKey: key() },
       );
       expect(Object.values(r.tests).every((s) => s === 'passed')).toBe(true);
@@ -263,7 +269,7 @@ def mul(a, b):
     );
     expect(fixed).toMatchObject({ reward: 1, reason: 'resolved', canaries: 3 });
     const neutered = await evaluateReward(
-      { provider },
+      { provider, screen: SCREEN_OFF },
       {
         task: made.task,
         agentDiff: await agentDiff(provider, made.dir, { 'calc/__init__.py': PY_NEUTER }),

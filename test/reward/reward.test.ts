@@ -102,6 +102,9 @@ export function mul(a, b) {
 
 const named = (task: Task): string[] => [...task.FAIL_TO_PASS, ...task.PASS_TO_PASS];
 
+/** Canary tests: the screen (tasks/reward/screen/) would stop their code first, so it is off. */
+const SCREEN_OFF = { enabled: false, disabledRules: [] };
+
 const frameworks: [
   string,
   () => Promise<{ task: Task; dir: string }>,
@@ -163,7 +166,7 @@ describe.each(frameworks)('evaluateReward with %s', (_name, makeTask, fix, fakeT
 
   it('gives 0 with reason tampered when the code under test makes failing asserts pass', async () => {
     const r = await evaluateReward(
-      { provider },
+      { provider, screen: SCREEN_OFF },
       {
         task,
         agentDiff: await agentDiff(provider, workspace, neuterAsserts(task)),
@@ -312,7 +315,7 @@ export function mul(a, b) {
 }
 `;
     const hacked = await evaluateReward(
-      { provider },
+      { provider, screen: SCREEN_OFF },
       {
         task,
         agentDiff: await agentDiff(provider, dir, { 'src/math.js': shim }),
