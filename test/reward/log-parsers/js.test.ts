@@ -28,7 +28,7 @@ const canaries: Partial<Record<LogParser, Canary>> = {};
 
 /** The reward's canary for a hidden test file `path` (of `content`), for `parser`'s runner. */
 function canaryFor(parser: LogParser, path: string, content: string): Canary {
-  const canary = canaryPlanOf({ log_parser: parser })?.make(path, content, randomBytes);
+  const canary = canaryPlanOf({ log_parser: parser })?.make(path, content, [], randomBytes);
   if (!canary) throw new Error(`no canary for ${parser}`);
   canaries[parser] = canary;
   return canary;
@@ -59,11 +59,11 @@ test('has a # in it', () => {});
   const jestHidden = "test('passes', () => {});\n";
   await writeTree(root, {
     'canary/mocha/c.test.js':
-      mochaHidden + canaryFor('mocha', 'canary/mocha/c.test.js', mochaHidden).text,
+      canaryFor('mocha', 'canary/mocha/c.test.js', mochaHidden).text,
     'canary/vitest/c.test.mjs':
-      vitestHidden + canaryFor('vitest', 'canary/vitest/c.test.mjs', vitestHidden).text,
+      canaryFor('vitest', 'canary/vitest/c.test.mjs', vitestHidden).text,
     'canary/jest/c.test.js':
-      jestHidden + canaryFor('jest', 'canary/jest/c.test.js', jestHidden).text,
+      canaryFor('jest', 'canary/jest/c.test.js', jestHidden).text,
   });
 });
 
