@@ -145,8 +145,10 @@ function bindingsOf(file: ts.SourceFile, style: JsStyle): Bindings {
     ts.forEachChild(node, visit);
   };
   visit(file);
-  // jest and vitest (with globals) provide `expect` unimported.
-  if ((style === 'jest' || style === 'vitest') && b.expects.size === 0) b.expects.add('expect');
+  // jest, and vitest with globals (a file that imports nothing from vitest), provide `expect`.
+  const importsVitest = /['"]vitest['"]/.test(file.text);
+  if ((style === 'jest' || (style === 'vitest' && !importsVitest)) && b.expects.size === 0)
+    b.expects.add('expect');
   return b;
 }
 
@@ -595,7 +597,17 @@ export function jsCanary({
     }
     const title = freshName(random, vocabulary, lengths, (ws) => ws.join(' '), taken);
     const start = sibling.statement.getStart(file);
-    const indent = content.slice(lineStart(content, start), start);
+    // A sibling that shares its line with other code (`describe('x', () => { it(…) })`) is
+    // copied without an indent, and canaries go right beside the calls, not at line starts.
+    const lead = content.slice(lineStart(content, start), start);
+    const ownLines = home.siblings.every((x) => {
+      const at = x.getStart(file);
+      return (
+        /^[ \t]*$/.test(content.slice(lineStart(content, at), at)) &&
+        /^[ \t]*;?[ \t]*(?:\n|$)/.test(content.slice(x.getEnd()))
+      );
+    });
+    const indent = ownLines ? lead : '';
     const inner = indent + unit;
     const semi = sibling.statement.getText(file).endsWith(';') ? ';' : '';
     const code = [
@@ -637,13 +649,19 @@ export function jsCanary({
       : -1;
     const slot = lastF2P + 1 + below(random, home.siblings.length - lastF2P);
     if (slot < home.siblings.length) {
-      inserts.push({
-        at: lineStart(content, home.siblings[slot]!.getStart(file)),
-        text: `${test}\n${gap}`,
-      });
+      const at = home.siblings[slot]!.getStart(file);
+      inserts.push(
+        ownLines
+          ? { at: lineStart(content, at), text: `${test}\n${gap}` }
+          : { at, text: `${test} ` },
+      );
     } else {
-      const last = home.siblings[home.siblings.length - 1]!;
-      inserts.push({ at: lineEnd(content, last.getEnd()), text: `\n${gap}${test}` });
+      const end = home.siblings[home.siblings.length - 1]!.getEnd();
+      inserts.push(
+        ownLines
+          ? { at: lineEnd(content, end), text: `\n${gap}${test}` }
+          : { at: end, text: ` ${test}` },
+      );
     }
     ids.push(idOf(home, title));
   }

@@ -125,7 +125,7 @@ describe('log parsers on the real console output of JS runners', () => {
   ] as const)('%s: every canary fails under the id the log parser gives it', (parser, command) => {
     const results = parseTestLog(parser, consoleOf(root, command));
     const ids = canaries[parser]!.ids;
-    expect(ids.length).toBeGreaterThanOrEqual(6);
+    expect(ids.length).toBeGreaterThanOrEqual(2);
     expect(results).toEqual({
       ...Object.fromEntries(ids.map((id) => [id, 'failed'])),
       [parser === 'mocha' ? 'x passes' : 'passes']: 'passed',
