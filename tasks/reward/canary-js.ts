@@ -186,6 +186,8 @@ function entryPointsOf(test: JsTest, b: Bindings, found: Map<string, string>): v
         names.length > 0
       )
         found.set(`expect.${names.join('.')}`, root.expression.text);
+      else if (names[0] === 'should' && names.length > 1)
+        found.set(`should.${names.slice(1).join('.')}`, 'should');
     }
     ts.forEachChild(node, visit);
   };
@@ -464,6 +466,13 @@ function failingStatement(
     const args = tape[method];
     return args === undefined ? undefined : { code: `${binding}.${method}(${args})`, async: false };
   }
+  if (kind === 'should') {
+    // chai's should: the same chains as its expect, on the subject's own `should` property.
+    const should = chaiExpect(chain, v);
+    if (!should) return undefined;
+    const call = should[1] === undefined ? '' : `(${should[1]})`;
+    return { code: fill(`(${should[0]}).should.${chain.join('.')}${call}`), async: false };
+  }
   if (kind !== 'expect') return undefined;
   const last = chain[chain.length - 1]!;
   const jest = matcher(last, v);
@@ -565,6 +574,7 @@ export function jsCanary({
   const uncovered: string[] = [];
   const unit = /\n([ \t]+)\S/.exec(content)?.[1] ?? '  ';
   const usesEnd = /\.end\(\)/.test(content);
+  const usesPlan = !usesEnd && /\.plan\(\d+\)/.test(content);
 
   // Each entry point twice: anywhere among the tests, and after the last FAIL_TO_PASS test of its
   // block, so that code under test imported lazily by those tests is loaded when one runs.
@@ -611,8 +621,9 @@ export function jsCanary({
     const inner = indent + unit;
     const semi = sibling.statement.getText(file).endsWith(';') ? ';' : '';
     const code = [
+      // tape ends a test at `t.end()` or when its plan is met: whichever the file's tests use.
+      ...(tapeParam && usesPlan ? [`${tapeParam}.plan(1)`] : []),
       statement.code.replaceAll('\n\t', `\n${inner}${unit}`).replaceAll('\n}', `\n${inner}}`),
-      // tape waits for `t.end()` where the file's tests call it.
       ...(tapeParam && usesEnd ? [`${tapeParam}.end()`] : []),
     ]
       .map((l) => `${inner}${l}${semi}`)

@@ -58,12 +58,9 @@ test('has a # in it', () => {});
   const vitestHidden = "import { test } from 'vitest';\ntest('passes', () => {});\n";
   const jestHidden = "test('passes', () => {});\n";
   await writeTree(root, {
-    'canary/mocha/c.test.js':
-      canaryFor('mocha', 'canary/mocha/c.test.js', mochaHidden).text,
-    'canary/vitest/c.test.mjs':
-      canaryFor('vitest', 'canary/vitest/c.test.mjs', vitestHidden).text,
-    'canary/jest/c.test.js':
-      canaryFor('jest', 'canary/jest/c.test.js', jestHidden).text,
+    'canary/mocha/c.test.js': canaryFor('mocha', 'canary/mocha/c.test.js', mochaHidden).text,
+    'canary/vitest/c.test.mjs': canaryFor('vitest', 'canary/vitest/c.test.mjs', vitestHidden).text,
+    'canary/jest/c.test.js': canaryFor('jest', 'canary/jest/c.test.js', jestHidden).text,
   });
 });
 
