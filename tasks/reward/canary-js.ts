@@ -586,8 +586,9 @@ export function jsCanary({
     const home = pick(random, homes);
     const sibling = pick(random, home.tests);
     const q = quoteOf(sibling);
-    const quote = (s: string): string =>
-      `${q === '`' ? "'" : q}${s.replaceAll(q, '')}${q === '`' ? "'" : q}`;
+    // The file's literals and words hold no quotes or backslashes (canary-style.ts).
+    const mark = q === '`' ? "'" : q;
+    const quote = (s: string): string => `${mark}${s}${mark}`;
     const values: Values = {
       a: `${num[0]}`,
       b: `${num[1]}`,
