@@ -365,6 +365,33 @@ describe('canaries among the hidden tests', () => {
     expect(titles.size).toBeGreaterThan(20);
   });
 
+  it("covers chai's should and tape's plan; records what it cannot make fail", () => {
+    const should = `const chai = require('chai');
+chai.should();
+
+describe('sum', function () {
+  it('adds up', function () {
+    (1 + 1).should.equal(2);
+    expect(render()).toMatchSnapshot();
+  });
+});
+`;
+    const canary = makeCanary('mocha', 'test/sum.test.js', should, ['sum adds up'])!;
+    expect(added(should, canary).join('\n')).toMatch(/^ {4}\(.+\)\.should\.equal\(.+\);$/m);
+    expect(canary.uncovered).toEqual([]);
+    const jest = makeCanary('jest', 'test/sum.test.js', should, ['sum adds up'])!;
+    // Snapshot matchers would write snapshots: left out, and said so.
+    expect(jest.uncovered).toEqual(['expect.toMatchSnapshot']);
+    const planned =
+      "const test = require('tape');\n\ntest('adds', (t) => {\n  t.plan(1);\n  t.equal(1 + 1, 2);\n});\n";
+    const tape = canaryPlanOf({ log_parser: 'tap' })!.make('test/a.js', planned, ['adds'], (n) =>
+      Buffer.from(Array.from({ length: n }, (_, i) => i * 7)),
+    )!;
+    const lines = added(planned, tape);
+    expect(lines.filter((l) => l === '  t.plan(1);')).toHaveLength(tape.ids.length);
+    expect(lines.join('\n')).not.toContain('t.end()');
+  });
+
   it("falls back to the file's own tests when no FAIL_TO_PASS test is in it", () => {
     const canary = makeCanary('mocha', 'test/hidden.test.js', MOCHA_FILE, ['elsewhere'])!;
     expect(canary.ids.length).toBeGreaterThan(0);
