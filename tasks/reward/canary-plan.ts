@@ -1,12 +1,14 @@
 /**
  * Which canaries guard a task's test run: for a report-based task its framework's (canary.ts);
  * for a log-parser task the framework the parser reads (their ids as the log parser names them),
- * or Go's and cargo's (compiled-canary.ts). TAP has none: any program can print TAP, so there is
- * no assertion library or runner a canary could be written for; such runs are unguarded, and the
- * reward says so (`RewardResult.canaries` is 0).
+ * or Go's and cargo's (compiled-canary.ts). TAP is printed by tape and node:test alike: a hidden
+ * JS file that uses tape gets tape canaries, one that uses node:test node:test ones; any other
+ * program printing TAP has no assertion library a canary could be written for, and its runs are
+ * unguarded, which the reward says (`RewardResult.canaries` is 0).
  */
 import type { LogParser, Task, TestFramework } from '../schema.js';
-import { canaryTargets, makeCanary, type Canary, type Random } from './canary.js';
+import { jsCanary } from './canary-js.js';
+import { canaryTargets, keptPaths, makeCanary, type Canary, type Random } from './canary.js';
 import { compiledCanaryTargets, makeCompiledCanary } from './compiled-canary.js';
 import type { ReportedStatus } from './junit.js';
 import { record, type TestStatuses } from './log-parsers/lines.js';
@@ -15,7 +17,7 @@ export interface CanaryPlan {
   /** The files to read before making their canaries; `created` ones do not exist yet. */
   targets(testPatch: string, random: Random): { path: string; created: boolean }[];
   /** The canary for one target, or undefined when that file can take none. */
-  make(path: string, content: string, random: Random): Canary | undefined;
+  make(path: string, content: string, failToPass: string[], random: Random): Canary | undefined;
 }
 
 const FRAMEWORK_OF_PARSER: Partial<Record<LogParser, TestFramework>> = {
@@ -29,9 +31,9 @@ const FRAMEWORK_OF_PARSER: Partial<Record<LogParser, TestFramework>> = {
 function frameworkPlan(framework: TestFramework, rename = (id: string): string => id): CanaryPlan {
   return {
     targets: (testPatch, random) => canaryTargets(framework, testPatch, random),
-    make: (path, content, random) => {
-      const canary = makeCanary(framework, path, content, random);
-      return { ...canary, ids: canary.ids.map(rename) };
+    make: (path, content, failToPass, random) => {
+      const canary = makeCanary(framework, path, content, failToPass, random);
+      return canary && { ...canary, ids: canary.ids.map(rename) };
     },
   };
 }
@@ -42,7 +44,23 @@ function unittestLogId(id: string): string {
   return `${id.slice(dot + 1)} (${id.slice(0, dot)})`;
 }
 
-/** The task's canary plan; undefined when its runs cannot be guarded (TAP). */
+/** tape's or node:test's hidden test files of a TAP run: any JS or TS file of the test patch. */
+const tapPlan: CanaryPlan = {
+  targets: (testPatch) =>
+    keptPaths(testPatch)
+      .filter((p) => /\.[mc]?[jt]sx?$/.test(p))
+      .map((path) => ({ path, created: false })),
+  make: (path, content, failToPass, random) => {
+    const style = /\b(?:from\s+|require\()\s*['"]tap(?:e)?['"]/.test(content)
+      ? 'tape'
+      : /['"]node:test['"]/.test(content)
+        ? 'node-test'
+        : undefined;
+    return style && jsCanary({ style, path, content, failToPass, random });
+  },
+};
+
+/** The task's canary plan; undefined when its runs cannot be guarded. */
 export function canaryPlanOf(
   task: Pick<Task, 'test_framework' | 'log_parser'>,
 ): CanaryPlan | undefined {
@@ -51,9 +69,11 @@ export function canaryPlanOf(
   if (parser === 'go-test' || parser === 'cargo-test') {
     return {
       targets: (testPatch) => compiledCanaryTargets(parser, testPatch),
-      make: (path, content, random) => makeCompiledCanary(parser, path, content, random),
+      make: (path, content, _failToPass, random) =>
+        makeCompiledCanary(parser, path, content, random),
     };
   }
+  if (parser === 'tap') return tapPlan;
   const framework = parser ? FRAMEWORK_OF_PARSER[parser] : undefined;
   if (!framework) return undefined;
   return framework === 'unittest'

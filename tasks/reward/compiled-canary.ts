@@ -7,7 +7,7 @@
  *   package. A package's test files are built into one test binary, so the canary runs with
  *   whatever the hidden tests run with; a file of its own is needed because Go takes imports only
  *   at the top of a file, and the canary imports `testing` under a random name.
- * - cargo: `#[test]` functions appended to each hidden test file (`tests/<name>.rs`, or a source
+ * - cargo: `#[test]` functions added at the end of each hidden test file (`tests/<name>.rs`, or a source
  *   file under `src/`): an integration test file is a crate of its own, so only canaries in that
  *   file share its crate. Their ids are the file's module path and the function's name.
  */
@@ -87,7 +87,7 @@ function goCanary(path: string, content: string, random: Random): Canary | undef
   return { path: file, text, ids: [fatal, sub, `${sub}/${subName}`] };
 }
 
-function cargoCanary(path: string, random: Random): Canary {
+function cargoCanary(path: string, content: string, random: Random): Canary {
   const [x, y] = values(random);
   const names = [0, 1, 2].map(() => `canary_${letters(random, 10)}`);
   const bodies = [
@@ -95,7 +95,8 @@ function cargoCanary(path: string, random: Random): Canary {
     `assert!(${x} == ${y});`,
     `if ${x} != ${y} { ::core::panic!("{} != {}", ${x}, ${y}); }`,
   ];
-  const text = names.map((name, i) => `\n#[test]\nfn ${name}() {\n    ${bodies[i]}\n}\n`).join('');
+  const text =
+    content + names.map((name, i) => `\n#[test]\nfn ${name}() {\n    ${bodies[i]}\n}\n`).join('');
   const module = cargoModulePath(path);
   return { path, text, ids: names.map((n) => (module ? `${module}::${n}` : n)) };
 }
@@ -110,5 +111,5 @@ export function makeCompiledCanary(
   content: string,
   random: Random = randomBytes,
 ): Canary | undefined {
-  return kind === 'go-test' ? goCanary(path, content, random) : cargoCanary(path, random);
+  return kind === 'go-test' ? goCanary(path, content, random) : cargoCanary(path, content, random);
 }

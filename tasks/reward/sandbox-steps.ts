@@ -79,10 +79,10 @@ export async function applyPatch(
   });
 }
 
-/** Appends (or creates) a file under /workspace, refusing to follow a symlink out of it. */
-const APPEND_SCRIPT = `p=$(realpath -m -- "$1") || exit 3
+/** Writes (or creates) a file under /workspace, refusing to follow a symlink out of it. */
+const WRITE_SCRIPT = `p=$(realpath -m -- "$1") || exit 3
 case "$p" in /workspace/*) ;; *) exit 4;; esac
-mkdir -p -- "$(dirname -- "$p")" && cat >> "$p"`;
+mkdir -p -- "$(dirname -- "$p")" && cat > "$p"`;
 
 /** Adds the canaries to the hidden test files; returns them, or why they could not be added. */
 export async function addCanaries(
@@ -97,9 +97,9 @@ export async function addCanaries(
     const content = target.created
       ? ''
       : (await provider.readFile(id, target.path)).toString('utf8');
-    const canary = plan?.make(target.path, content, random);
+    const canary = plan?.make(target.path, content, task.FAIL_TO_PASS, random);
     if (!canary) continue;
-    const r = await provider.exec(id, ['/bin/sh', '-c', APPEND_SCRIPT, 'append', canary.path], {
+    const r = await provider.exec(id, ['/bin/sh', '-c', WRITE_SCRIPT, 'write', canary.path], {
       stdin: canary.text,
       timeoutMs: PATCH_TIMEOUT_MS,
     });

@@ -49,8 +49,22 @@ describe('compiled canaries', () => {
     expect(prefixes).toEqual(['', '', '', '', 'parse::', 'parse::lexer::']);
   });
 
-  it('TAP tasks have no canaries', () => {
-    expect(canaryPlanOf({ log_parser: 'tap' })).toBeUndefined();
+  it('TAP tasks: canaries for the JS files of the test patch, written where they use tape or node:test', () => {
+    const plan = canaryPlanOf({ log_parser: 'tap' })!;
+    expect(
+      plan.targets(patchOf('test/a.js', 'test/b.mjs', 'tests/test_x.py'), () => Buffer.alloc(4)),
+    ).toEqual([
+      { path: 'test/a.js', created: false },
+      { path: 'test/b.mjs', created: false },
+    ]);
+    const node =
+      "import { test } from 'node:test';\nimport assert from 'node:assert';\n\ntest('adds', () => {\n  assert.equal(1, 1);\n});\n";
+    expect(
+      plan.make('test/b.mjs', node, ['adds'], () => Buffer.alloc(4))?.ids.length,
+    ).toBeGreaterThan(0);
+    expect(
+      plan.make('test/a.js', "console.log('ok 1');\n", [], () => Buffer.alloc(4)),
+    ).toBeUndefined();
   });
 });
 

@@ -155,7 +155,8 @@ describe.each(cases)('evaluateReward, log parser %s', (_name, makeTask, fix, fak
     const r = await evaluateReward({ provider }, { task, agentDiff: diff, idempotencyKey: key() });
     expect(r).toMatchObject({ reward: 1, resolved: true, reason: 'resolved', failed: 0 });
     expect(Object.values(r.tests)).toEqual(named().map(() => 'passed'));
-    expect(r.canaries).toBeGreaterThanOrEqual(3);
+    // Two per assertion entry point of the hidden tests.
+    expect(r.canaries).toBeGreaterThanOrEqual(2);
   });
 
   it('gives 0 without a fix: fail-to-pass tests fail, pass-to-pass tests pass', async () => {
@@ -267,7 +268,7 @@ def mul(a, b):
         idempotencyKey: key(),
       },
     );
-    expect(fixed).toMatchObject({ reward: 1, reason: 'resolved', canaries: 3 });
+    expect(fixed).toMatchObject({ reward: 1, reason: 'resolved', canaries: 2 });
     const neutered = await evaluateReward(
       { provider, screen: SCREEN_OFF },
       {

@@ -1,4 +1,4 @@
-import { appendFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -162,7 +162,7 @@ beforeAll(async () => {
     'rust/tests/it.rs': RUST_IT,
     'rust/Cargo.toml': '',
   });
-  for (const c of [...goCanaries, ...cargoCanaries]) await appendFile(join(root, c.path), c.text);
+  for (const c of [...goCanaries, ...cargoCanaries]) await writeFile(join(root, c.path), c.text);
   goLog = consoleOf(`${root}/go`, 'go test -v ./...', {
     GOFLAGS: '-mod=mod',
     GOPROXY: 'off',

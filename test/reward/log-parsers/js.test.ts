@@ -28,7 +28,7 @@ const canaries: Partial<Record<LogParser, Canary>> = {};
 
 /** The reward's canary for a hidden test file `path` (of `content`), for `parser`'s runner. */
 function canaryFor(parser: LogParser, path: string, content: string): Canary {
-  const canary = canaryPlanOf({ log_parser: parser })?.make(path, content, randomBytes);
+  const canary = canaryPlanOf({ log_parser: parser })?.make(path, content, [], randomBytes);
   if (!canary) throw new Error(`no canary for ${parser}`);
   canaries[parser] = canary;
   return canary;
@@ -58,12 +58,9 @@ test('has a # in it', () => {});
   const vitestHidden = "import { test } from 'vitest';\ntest('passes', () => {});\n";
   const jestHidden = "test('passes', () => {});\n";
   await writeTree(root, {
-    'canary/mocha/c.test.js':
-      mochaHidden + canaryFor('mocha', 'canary/mocha/c.test.js', mochaHidden).text,
-    'canary/vitest/c.test.mjs':
-      vitestHidden + canaryFor('vitest', 'canary/vitest/c.test.mjs', vitestHidden).text,
-    'canary/jest/c.test.js':
-      jestHidden + canaryFor('jest', 'canary/jest/c.test.js', jestHidden).text,
+    'canary/mocha/c.test.js': canaryFor('mocha', 'canary/mocha/c.test.js', mochaHidden).text,
+    'canary/vitest/c.test.mjs': canaryFor('vitest', 'canary/vitest/c.test.mjs', vitestHidden).text,
+    'canary/jest/c.test.js': canaryFor('jest', 'canary/jest/c.test.js', jestHidden).text,
   });
 });
 
@@ -125,7 +122,7 @@ describe('log parsers on the real console output of JS runners', () => {
   ] as const)('%s: every canary fails under the id the log parser gives it', (parser, command) => {
     const results = parseTestLog(parser, consoleOf(root, command));
     const ids = canaries[parser]!.ids;
-    expect(ids.length).toBeGreaterThanOrEqual(6);
+    expect(ids.length).toBeGreaterThanOrEqual(2);
     expect(results).toEqual({
       ...Object.fromEntries(ids.map((id) => [id, 'failed'])),
       [parser === 'mocha' ? 'x passes' : 'passes']: 'passed',
