@@ -32,14 +32,14 @@ export {
   type TestOutcome,
 } from './result.js';
 export {
-  DEFAULT_TEST_COMMANDS,
+  defaultTestCommand,
   NODE_MODULES_MOUNT,
   REPORT_PATHS,
   RUNNER_MOUNT,
   JEST_CACHE_DIR,
   rewardMounts,
   runnerMounts,
-  TEST_FILES_ENV,
+  STREAM_FD,
 } from './runners.js';
 export { parseRewardFile, VERIFIER_MOUNT } from './script-reward.js';
 export { MAX_TEST_OUTPUT_BYTES } from './test-run.js';

@@ -3,7 +3,8 @@
  * fresh sandbox from the task's image and snapshot, apply the agent's diff minus tests and
  * test-runner configuration (the protected-path rule in diff.ts), then the hidden test patch,
  * then canary tests that must fail (canary-plan.ts), run the tests, and read the runner's own
- * report or the test command's console output (test-run.ts).
+ * report, checked against the results streamed as the tests ran, or the test command's console
+ * output (test-run.ts).
  *
  * What stays out of the agent's reach: the hidden tests, the gold patch and the expected results
  * never enter any sandbox but the reward's; the runner scripts are mounted read-only; a report is
@@ -105,6 +106,7 @@ export async function evaluateTestsReward(
       task,
       canaries.map((c) => c.path),
     );
+    if (run.kind === 'tampered') return finish('tampered', run.reported, run.detail);
     if (run.kind !== 'reported') return finish(run.kind, {}, run.detail);
     const { reported } = run;
     // A canary that passed or was skipped was tampered with. A missing one may be an honest
