@@ -50,9 +50,9 @@ export const STREAM_FD = 3;
  */
 const NODE_STREAM = `node --require ${RUNNER_MOUNT}/stream-fd.cjs`;
 
-/** Shell words, each in single quotes. */
-function quoted(words: string[]): string {
-  return words.map((w) => `'${w.replaceAll("'", "'\\''")}'`).join(' ');
+/** A shell word in single quotes. */
+function quoted(word: string): string {
+  return `'${word.replaceAll("'", "'\\''")}'`;
 }
 
 /**
@@ -62,8 +62,9 @@ function quoted(words: string[]): string {
  * level) before it starts; the stream plugin comes from the runner mount (`PYTHONPATH`). pytest
  * goes on past a module that fails to import, so the other modules' tests are reported. Every
  * runner runs the repository's whole suite as its configuration says (the agent's changes to
- * that configuration are dropped, so the base repository's is trusted); mocha also gets the
- * hidden test files (`testFiles`) in case its spec globs miss them. mocha's `--exit` and jest's
+ * that configuration are dropped, so the base repository's is trusted); mocha also loads the
+ * hidden test files (`testFiles`) with `--file`, in case its spec globs miss them (positional
+ * files would replace mocha's default spec; `--file` adds to it, and a file in both runs once). mocha's `--exit` and jest's
  * `--forceExit` keep a handle left open by the code under test from holding the run until the
  * time limit.
  */
@@ -78,7 +79,7 @@ export function defaultTestCommand(framework: TestFramework, testFiles: string[]
     case 'node-test':
       return `node --test --test-reporter=junit --test-reporter-destination="$REWARD_REPORT" --test-reporter=${RUNNER_MOUNT}/node-test-stream.mjs --test-reporter-destination=stdout`;
     case 'mocha':
-      return `${NODE_STREAM} ${NODE_MODULES_MOUNT}/mocha/bin/mocha.js --exit --reporter ${RUNNER_MOUNT}/mocha-stream.cjs --reporter-option output="$REWARD_REPORT" -- ${quoted(testFiles)}`;
+      return `${NODE_STREAM} ${NODE_MODULES_MOUNT}/mocha/bin/mocha.js --exit --reporter ${RUNNER_MOUNT}/mocha-stream.cjs --reporter-option output="$REWARD_REPORT" ${testFiles.map((f) => `--file ${quoted(f)}`).join(' ')}`;
     case 'jest':
       return `${NODE_STREAM} ${NODE_MODULES_MOUNT}/jest/bin/jest.js --ci --no-watchman --cacheDirectory=${JEST_CACHE_DIR} --json --outputFile="$REWARD_REPORT" --reporters=default --reporters=${RUNNER_MOUNT}/jest-stream.cjs --forceExit`;
   }
