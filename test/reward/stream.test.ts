@@ -75,6 +75,104 @@ describe('parseStream and tamperingEvidence', () => {
   });
 });
 
+/** A second hidden file of tests each runner skips, marks todo or expects to fail. */
+const SKIPS: [
+  TestFramework,
+  () => Promise<{ task: Task; dir: string }>,
+  string,
+  string,
+  Record<string, string>,
+][] = [
+  [
+    'unittest',
+    pythonTask,
+    'tests/test_skips.py',
+    `import unittest
+
+
+class TestSkips(unittest.TestCase):
+    @unittest.skip("not now")
+    def test_skipped(self):
+        pass
+
+    @unittest.expectedFailure
+    def test_expected_failure(self):
+        self.fail("expected")
+
+
+@unittest.skip("whole class")
+class TestSkippedClass(unittest.TestCase):
+    def test_never(self):
+        pass
+`,
+    PY_FIX,
+  ],
+  [
+    'pytest',
+    pytestTask,
+    'tests/test_skips.py',
+    `import pytest
+
+
+@pytest.mark.skip
+def test_skipped():
+    pass
+
+
+@pytest.mark.xfail
+def test_xfail():
+    assert False
+
+
+@pytest.mark.xfail
+def test_xpass():
+    pass
+`,
+    PY_FIX,
+  ],
+  [
+    'vitest',
+    vitestTask,
+    'test/skips.test.js',
+    "import { describe, test } from 'vitest';\ndescribe('skips', () => {\n  test.skip('skipped', () => {});\n  test.todo('todo');\n});\n",
+    JS_FIX,
+  ],
+  [
+    'node-test',
+    nodeTask,
+    'test/skips.test.js',
+    "import { describe, test } from 'node:test';\ndescribe('skips', () => {\n  test('skipped', { skip: true }, () => {});\n  test('todo', { todo: true }, () => {});\n  describe('empty', () => {});\n});\n",
+    JS_FIX,
+  ],
+  [
+    'mocha',
+    mochaTask,
+    'test/skips.test.js',
+    // An import, so that the canary appended to it is an ES module too.
+    "import 'node:assert';\ndescribe('skips', () => {\n  it.skip('skipped', () => {});\n  it('pending');\n});\n",
+    JS_FIX,
+  ],
+  [
+    'jest',
+    jestTask,
+    'test/skips.test.js',
+    "describe('skips', () => {\n  test.skip('skipped', () => {});\n  test.todo('todo');\n});\n",
+    JEST_FIX,
+  ],
+];
+
+describe('honest runs agree with the stream', () => {
+  it.each(SKIPS)(
+    '%s, with skipped, todo and expected-failure tests',
+    async (_f, makeTask, path, text, fix) => {
+      const made = await makeTask();
+      const task = { ...made.task, test_patch: made.task.test_patch + newFileDiff(path, text) };
+      const r = await reward(task, made.dir, fix);
+      expect(r).toMatchObject({ reward: 1, reason: 'resolved' });
+    },
+  );
+});
+
 /** A detached process that keeps turning `ids` into passes in the report, after the runner too. */
 function detachedWriter(framework: TestFramework, ids: string[]): string {
   const edit =
