@@ -55,7 +55,7 @@ function reportScript(task: Task, framework: TestFramework, testFiles: string[])
     'kill -KILL -1 2>/dev/null',
     `tail -c ${DETAIL_BYTES} ${log} >&2`,
     'if [ -f "$REWARD_REPORT" ]; then size=$(wc -c <"$REWARD_REPORT"); cat -- "$REWARD_REPORT"; else size=-1; fi',
-    `printf '\n%s %s\n' "$mark" "$size"`,
+    `printf '\n%s %d\n' "$mark" "$size"`,
     'exit 0',
   ].join('\n');
 }
