@@ -226,13 +226,13 @@ export const TaskSchema = z
     setup: z.array(z.string()).default([]),
     /**
      * Shell command run in /workspace. With `test_framework` it writes the runner's report to
-     * `$REWARD_REPORT` (default: the framework's runner over the whole suite, or for mocha and
-     * jest over the hidden test files, `$REWARD_TEST_FILES`; tasks/reward/runners.ts), and it must
-     * run the files of `test_patch` whole, since the reward appends its canary tests to them.
-     * With `log_parser` it is required: its stdout and stderr together are read by the parser
-     * (tasks/reward/log-parsers/), so it must print per-test lines (pytest `-rA`, unittest `-v`,
-     * jest `--verbose`, vitest `--reporter=verbose`, `go test -v`); `$REWARD_TEST_FILES` holds
-     * the files the canaries were added to.
+     * `$REWARD_REPORT` and streams each result with the reward's reporter, as the default does
+     * (the framework's runner over the repository's whole suite, `defaultTestCommand` in
+     * tasks/reward/runners.ts); it must run the files of `test_patch` whole, since the reward
+     * appends its canary tests to them. With `log_parser` it is required: its stdout and stderr
+     * together are read by the parser (tasks/reward/log-parsers/), so it must print per-test
+     * lines (pytest `-rA`, unittest `-v`, jest `--verbose`, vitest `--reporter=verbose`, `go test
+     * -v`). Nothing in its environment names the hidden test files.
      */
     test_command: z.string().min(1).optional(),
     test_framework: TestFrameworkSchema.optional(),

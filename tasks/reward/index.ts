@@ -36,14 +36,14 @@ export {
   type TestOutcome,
 } from './result.js';
 export {
-  DEFAULT_TEST_COMMANDS,
+  defaultTestCommand,
   NODE_MODULES_MOUNT,
   REPORT_PATHS,
   RUNNER_MOUNT,
   JEST_CACHE_DIR,
   rewardMounts,
   runnerMounts,
-  TEST_FILES_ENV,
+  STREAM_FD,
 } from './runners.js';
 export { activeRules, type ScreenConfig } from './screen/config.js';
 export { screenDiff, type ScreenFinding } from './screen/screen.js';

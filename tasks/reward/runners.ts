@@ -19,8 +19,9 @@ const RUNNERS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'runners');
 export const NODE_MODULES_MOUNT = '/node_modules';
 
 /**
- * Where the runner writes its report; a task's own `test_command` must write it there too. The
- * path is also in the command's environment as `$REWARD_REPORT`.
+ * Where the runner writes its report; a task's own `test_command` must write it there too, and
+ * stream its results as the default commands do. The path is also in the command's environment
+ * as `$REWARD_REPORT`.
  */
 export const REPORT_PATHS: Record<TestFramework, string> = {
   pytest: '/tmp/reward-report.xml',
@@ -32,56 +33,57 @@ export const REPORT_PATHS: Record<TestFramework, string> = {
 };
 
 /**
- * The environment variable that holds the hidden test files the reward runs (the files of the
- * test patch the runner would run, with the canaries appended, or the canary file the reward
- * created), one path per line, relative to /workspace. A task's own `test_command` may use it.
- */
-export const TEST_FILES_ENV = 'REWARD_TEST_FILES';
-
-/**
  * Where jest keeps its cache (haste map, transforms): the only writable place in the reward
  * sandbox besides /workspace, which must stay as the patches left it.
  */
 export const JEST_CACHE_DIR = '/tmp/jest-cache';
 
 /**
- * jest's whole configuration, passed on the command line so that nothing in the workspace
- * (`jest.config.*`, `package.json#jest`) is read. Test files are the paths given, of any JS or TS
- * name; babel-jest (jest's default transform) still reads the repository's own babel config, which
- * TypeScript or ES module tests need (the agent's changes to it are dropped).
+ * The file descriptor the reward's shell opens on the result stream (test-run.ts); the reporters
+ * below write to it (runners/stream-fd.cjs, runners/agent_rollout_stream.py).
  */
-const JEST_CONFIG = JSON.stringify({
-  rootDir: '/workspace',
-  cacheDirectory: JEST_CACHE_DIR,
-  watchman: false,
-  testMatch: ['**/*.?([cm])[jt]s?(x)'],
-  testPathIgnorePatterns: ['/node_modules/'],
-});
+export const STREAM_FD = 3;
 
 /**
- * Splits the newline-separated `$REWARD_TEST_FILES` into one argument per path, unglobbed (the
- * step runs in its own subshell, so IFS and noglob do not leak).
+ * Preloaded into the JS runners' main process, before any configuration or code under test, so
+ * that the stream's write primitive is captured first.
  */
-const TEST_FILE_ARGS = "set -f; IFS='\n'; ";
+const NODE_STREAM = `node --require ${RUNNER_MOUNT}/stream-fd.cjs`;
+
+/** A shell word in single quotes. */
+function quoted(word: string): string {
+  return `'${word.replaceAll("'", "'\\''")}'`;
+}
 
 /**
- * The default test commands. Python runs with `-P` so that nothing in /workspace can shadow the
- * runner's own modules (a `pytest.py` or `unittest/` planted at the top level) before it starts.
- * pytest goes on past a module that fails to import, so the other modules' tests are reported.
- * pytest, unittest, vitest and node:test run the whole suite; mocha and jest run only the hidden
- * test files, `$REWARD_TEST_FILES` (see `TEST_FILES_ENV`), with their configuration files and
- * `package.json` keys ignored. mocha's `--exit` and jest's `--forceExit` keep a handle left open by
- * the code under test from holding the run until the time limit.
+ * The default test command of each framework. Each runs with the reward's stream reporter on
+ * the command line (runners/), beside the report. Python runs with `-P` so that nothing in
+ * /workspace can shadow the runner's own modules (a `pytest.py` or `unittest/` planted at the top
+ * level) before it starts; the stream plugin comes from the runner mount (`PYTHONPATH`). pytest
+ * goes on past a module that fails to import, so the other modules' tests are reported. Every
+ * runner runs the repository's whole suite as its configuration says (the agent's changes to
+ * that configuration are dropped, so the base repository's is trusted); mocha also loads the
+ * hidden test files (`testFiles`) with `--file`, in case its spec globs miss them (positional
+ * files would replace mocha's default spec; `--file` adds to it, and a file in both runs once). mocha's `--exit` and jest's
+ * `--forceExit` keep a handle left open by the code under test from holding the run until the
+ * time limit.
  */
-export const DEFAULT_TEST_COMMANDS: Record<TestFramework, string> = {
-  pytest:
-    'python3 -P -m pytest -p no:cacheprovider -o junit_family=xunit1 --continue-on-collection-errors --junitxml="$REWARD_REPORT" -q',
-  unittest: `python3 -P ${RUNNER_MOUNT}/unittest_json.py "$REWARD_REPORT"`,
-  vitest: `node ${NODE_MODULES_MOUNT}/vitest/vitest.mjs run --reporter=json --outputFile="$REWARD_REPORT"`,
-  'node-test': 'node --test --test-reporter=junit --test-reporter-destination="$REWARD_REPORT"',
-  mocha: `${TEST_FILE_ARGS}node ${NODE_MODULES_MOUNT}/mocha/bin/mocha.js --no-config --no-package --exit --reporter json --reporter-option output="$REWARD_REPORT" -- $REWARD_TEST_FILES`,
-  jest: `${TEST_FILE_ARGS}node ${NODE_MODULES_MOUNT}/jest/bin/jest.js --ci --no-watchman --config '${JEST_CONFIG}' --rootDir /workspace --json --outputFile="$REWARD_REPORT" --forceExit --runTestsByPath -- $REWARD_TEST_FILES`,
-};
+export function defaultTestCommand(framework: TestFramework, testFiles: string[]): string {
+  switch (framework) {
+    case 'pytest':
+      return `PYTHONPATH=${RUNNER_MOUNT}\${PYTHONPATH:+:$PYTHONPATH} python3 -P -m pytest -p agent_rollout_pytest -p no:cacheprovider -o junit_family=xunit1 --continue-on-collection-errors --junitxml="$REWARD_REPORT" -q`;
+    case 'unittest':
+      return `python3 -P ${RUNNER_MOUNT}/unittest_json.py "$REWARD_REPORT"`;
+    case 'vitest':
+      return `${NODE_STREAM} ${NODE_MODULES_MOUNT}/vitest/vitest.mjs run --reporter=default --reporter=json --outputFile.json="$REWARD_REPORT" --reporter=${RUNNER_MOUNT}/vitest-stream.mjs`;
+    case 'node-test':
+      return `node --test --test-reporter=junit --test-reporter-destination="$REWARD_REPORT" --test-reporter=${RUNNER_MOUNT}/node-test-stream.mjs --test-reporter-destination=stdout`;
+    case 'mocha':
+      return `${NODE_STREAM} ${NODE_MODULES_MOUNT}/mocha/bin/mocha.js --exit --reporter ${RUNNER_MOUNT}/mocha-stream.cjs --reporter-option output="$REWARD_REPORT" ${testFiles.map((f) => `--file ${quoted(f)}`).join(' ')}`;
+    case 'jest':
+      return `${NODE_STREAM} ${NODE_MODULES_MOUNT}/jest/bin/jest.js --ci --no-watchman --cacheDirectory=${JEST_CACHE_DIR} --json --outputFile="$REWARD_REPORT" --reporters=default --reporters=${RUNNER_MOUNT}/jest-stream.cjs --forceExit`;
+  }
+}
 
 /** The host node_modules that holds the JS runners (a symlinked node_modules is followed). */
 function runnersNodeModules(): string {

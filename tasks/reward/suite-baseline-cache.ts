@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import type { SandboxSpec } from '../../sandbox/provider.js';
 import type { Task } from '../schema.js';
-import { DEFAULT_TEST_COMMANDS } from './runners.js';
+import { defaultTestCommand } from './runners.js';
 
 /**
  * Bumped when what a baseline holds or how its runs are made changes in a way the key's other
@@ -56,7 +56,7 @@ export function baselineKey(
     test_patch: task.test_patch,
     patch: task.patch,
     setup: task.setup,
-    test_command: task.test_command ?? (framework ? DEFAULT_TEST_COMMANDS[framework] : null),
+    test_command: task.test_command ?? (framework ? defaultTestCommand(framework, []) : null),
     test_framework: framework ?? null,
     log_parser: task.log_parser ?? null,
     test_s: task.timeouts.test_s,

@@ -127,8 +127,7 @@ async function baselineRun(
 }
 
 /**
- * The hidden test files the reward's run names in `$REWARD_TEST_FILES` (the files canaries go
- * into), without the canary files it would create, so both runs run the same files.
+ * The hidden test files the reward's run names (the files canaries go into), without the canary files it would create, so both runs run the same files.
  */
 function hiddenTestFiles(task: Task): string[] {
   const plan = task.test_patch === '' ? undefined : canaryPlanOf(task);

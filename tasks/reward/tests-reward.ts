@@ -3,7 +3,8 @@
  * fresh sandbox from the task's image and snapshot, apply the agent's diff minus tests and
  * test-runner configuration (the protected-path rule in diff.ts), then the hidden test patch,
  * then canary tests that must fail (canary-plan.ts), run the tests, and read the runner's own
- * report or the test command's console output (test-run.ts). Besides FAIL_TO_PASS and
+ * report, checked against the results streamed as the tests ran, or the test command's console
+ * output (test-run.ts). Besides FAIL_TO_PASS and
  * PASS_TO_PASS, the tests of the task's suite baseline (suite-baseline.ts: passing at the base and
  * with the gold patch over the whole configured suite) must pass; its runs go alongside the
  * agent's on a task's first evaluation on a host.
@@ -152,6 +153,7 @@ export async function evaluateTestsReward(
       task,
       canaries.map((c) => c.path),
     );
+    if (run.kind === 'tampered') return verdict('tampered', run.reported, run.detail);
     if (run.kind !== 'reported') return verdict(run.kind, undefined, run.detail);
     const { reported } = run;
     // A canary that passed or was skipped was tampered with. A missing one may be an honest

@@ -296,7 +296,6 @@ describe('math', () => {
 `,
 };
 
-/** mocha runs only the hidden test files, so the pass-to-pass test is in there too. */
 const MOCHA_HIDDEN = `import assert from 'node:assert/strict';
 import { add } from '../src/math.js';
 
@@ -357,7 +356,6 @@ describe('math', () => {
 
 export const JEST_FIX: Record<string, string> = { 'src/math.js': CJS_MATH('+') };
 
-/** jest runs only the hidden test files, so the pass-to-pass test is in there too. */
 const JEST_HIDDEN = `const { add } = require('../src/math.js');
 
 describe('add', () => {

@@ -121,7 +121,7 @@ const cases: [
       mochaTask({
         test_framework: undefined,
         log_parser: 'mocha',
-        test_command: `set -f; IFS='\n'; node ${MOCHA_BIN} --no-config --no-package --exit -- $REWARD_TEST_FILES`,
+        test_command: `node ${MOCHA_BIN} --exit`,
       }),
     JS_FIX,
     MOCHA_FAKE_TESTS,

@@ -274,15 +274,15 @@ describe('evaluateReward edge cases', () => {
       },
     ],
   ] as const)(
-    "runs %s with the reward's own configuration, not the repository's",
+    "runs %s with the repository's own configuration, whose neutered asserts the canaries catch",
     async (_name, makeTask, config) => {
       const { task, dir } = await makeTask();
       dirs.push(dir);
-      // The base snapshot itself carries a config that would neuter the assertions.
+      // The base snapshot's configuration is trusted (the agent's changes to it are dropped).
       await writeTree(dir, config);
       const r = await evaluateReward({ provider }, { task, agentDiff: '', idempotencyKey: key() });
-      expect(r).toMatchObject({ reward: 0, reason: 'unresolved' });
-      for (const t of task.FAIL_TO_PASS) expect(r.tests[t]).toBe('failed');
+      expect(r).toMatchObject({ reward: 0, reason: 'tampered' });
+      expect(r.detail).toContain('canary tests did not fail');
     },
   );
 

@@ -8,13 +8,22 @@ level, i.e. ``python -m unittest discover -s tests -t .``, so ``tests/`` must be
 passed and unexpected successes as failed, as SWE-bench does; a failing subtest fails its test.
 Import errors and class or module fixture errors show up under unittest's own ids for them
 (``unittest.loader._FailedTest.x``, ``setUpClass (tests.x.C)``), so the tests they hide are
-simply absent from the report. Exit status: 0 when everything passed, 1 otherwise.
+simply absent from the report. Each status is also streamed as it is recorded
+(agent_rollout_stream.py), and the end of the run after the report is written. Exit status: 0
+when everything passed, 1 otherwise.
 """
 
 import json
 import os
 import sys
 import unittest
+
+# Run with `python3 -P`, which leaves this script's directory off the path; the stream module
+# beside it is imported before any test module.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import agent_rollout_stream as stream  # noqa: E402
+
+STREAM_STATUSES = {"passed": "passed", "failed": "failed", "error": "failed", "skipped": "skipped"}
 
 
 class JsonResult(unittest.TextTestResult):
@@ -30,6 +39,7 @@ class JsonResult(unittest.TextTestResult):
         if self.statuses.get(test_id) in ("failed", "error"):
             return
         self.statuses[test_id] = status
+        stream.result(test_id, STREAM_STATUSES[status])
 
     def addSuccess(self, test):
         super().addSuccess(test)
@@ -73,6 +83,7 @@ def main(argv):
     result = runner.run(suite)
     with open(report_path, "w", encoding="utf-8") as f:
         json.dump(result.statuses, f, indent=1, sort_keys=True)
+    stream.end()
     return 0 if result.wasSuccessful() else 1
 
 
