@@ -1,17 +1,17 @@
 /**
- * Reads files of a sandbox's workspace on the host and stores them as git blobs (loose objects in
- * a scratch object directory). The host is root and the files are the agent's, so no read may go
+ * Reads files of a sandbox's workspace on the host and stores them as git blobs (in a scratch
+ * object directory). The host is root and the files are the agent's, so no read may go
  * through a symlink the agent made: a file is opened with O_NOFOLLOW (not its last component) and
  * then the descriptor's own path must be the path asked for (not a parent swapped for a symlink
  * meanwhile); a FIFO or device never blocks the open (O_NONBLOCK) and is refused by its type.
+ * Git is handed the bytes, never a path.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { isUtf8 } from 'node:buffer';
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
 import { constants } from 'node:fs';
-import { mkdir, open, readlink, rename, type FileHandle } from 'node:fs/promises';
-import { join } from 'node:path';
-import { createWriteStream } from 'node:fs';
-import { pipeline } from 'node:stream/promises';
-import { createDeflate } from 'node:zlib';
+import { open, readlink, type FileHandle } from 'node:fs/promises';
+import { startHostGit, type HostGitDirs, type RunningGit } from './host-git.js';
 
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
 const CHUNK = 1024 * 1024;
@@ -111,49 +111,58 @@ export interface Blob {
   utf8: boolean;
 }
 
-/** Loose objects written into `objectDir`. */
-export class BlobWriter {
-  constructor(private readonly objectDir: string) {}
+/**
+ * Blobs streamed into one pack by `git fast-import` in the scratch object directory: a loose
+ * object per file would cost a file creation each, which on a disk is milliseconds.
+ */
+export class BlobPack {
+  private readonly git: RunningGit;
 
-  /** Stores an open file's content (and closes it); `undefined` when it shrank while read. */
-  async file(opened: { fh: FileHandle; size: number }): Promise<Blob | undefined> {
+  constructor(dirs: HostGitDirs) {
+    this.git = startHostGit(dirs, ['fast-import', '--quiet', '--done']);
+    // A git that died is reported by finish(); meanwhile writes just go nowhere.
+    this.git.done.catch(() => undefined);
+  }
+
+  /**
+   * Stores an open file's content (and closes it): read whole first, so a file that changes
+   * size while read is left out (`undefined`) rather than stored half. At most `maxBytes`.
+   */
+  async file(opened: { fh: FileHandle; size: number }, maxBytes: number): Promise<Blob | undefined> {
     try {
-      return await this.store(opened.size, chunksOf(opened.fh, opened.size));
-    } catch (err) {
-      if (err instanceof ShrankError) return undefined;
-      throw err;
+      if (opened.size > maxBytes) return undefined;
+      const buf = Buffer.allocUnsafe(opened.size);
+      let got = 0;
+      while (got < opened.size) {
+        const { bytesRead } = await opened.fh.read(buf, got, opened.size - got, got);
+        if (bytesRead === 0) return undefined;
+        got += bytesRead;
+      }
+      return await this.bytes(buf);
     } finally {
       await opened.fh.close();
     }
   }
 
   async bytes(data: Buffer): Promise<Blob> {
-    return this.store(data.length, (async function* (): AsyncGenerator<Buffer> {
-      yield data;
-    })());
+    const header = Buffer.from(`blob ${data.length}\0`);
+    const sha = createHash('sha1').update(header).update(data).digest('hex');
+    // One blob's parts queued in one go, so blobs stored concurrently never interleave.
+    await this.write([Buffer.from(`blob\ndata ${data.length}\n`), data, Buffer.from('\n')]);
+    return { sha, utf8: isUtf8(data) };
   }
 
-  private async store(size: number, chunks: AsyncIterable<Buffer>): Promise<Blob> {
-    const header = Buffer.from(`blob ${size}\0`);
-    const hash = createHash('sha1').update(header);
-    const check = new Utf8Check();
-    const tmp = join(this.objectDir, `tmp-${randomBytes(8).toString('hex')}`);
-    await pipeline(
-      async function* (): AsyncGenerator<Buffer> {
-        yield header;
-        for await (const chunk of chunks) {
-          hash.update(chunk);
-          check.feed(chunk);
-          yield chunk;
-        }
-      },
-      // Fast over small: the objects live only as long as one diff.
-      createDeflate({ level: 1 }),
-      createWriteStream(tmp),
-    );
-    const sha = hash.digest('hex');
-    await mkdir(join(this.objectDir, sha.slice(0, 2)), { recursive: true });
-    await rename(tmp, join(this.objectDir, sha.slice(0, 2), sha.slice(2)));
-    return { sha, utf8: check.end() };
+  /** Ends the stream; every blob stored is in the pack once this resolves. */
+  async finish(): Promise<void> {
+    this.git.stdin.end('done\n');
+    await this.git.done;
+  }
+
+  private async write(chunks: Buffer[]): Promise<void> {
+    let room = true;
+    for (const chunk of chunks) room = this.git.stdin.write(chunk);
+    if (!room && !this.git.stdin.destroyed) {
+      await Promise.race([once(this.git.stdin, 'drain'), this.git.done]);
+    }
   }
 }

@@ -5,6 +5,7 @@
  * goes to a scratch directory and the prepared layer is never changed.
  */
 import { spawn } from 'node:child_process';
+import type { Writable } from 'node:stream';
 
 /**
  * Reading the agent's changes failed for a reason of the machinery (sandbox gone mid-read, host
@@ -58,6 +59,18 @@ export interface HostGitResult {
 
 /** Runs `git args`; a failure or a timeout is a WorkspaceDiffError. */
 export function hostGit(dirs: HostGitDirs, args: string[], options: HostGitOptions = {}): Promise<HostGitResult> {
+  const run = startHostGit(dirs, args, options);
+  run.stdin.end(options.stdin ?? Buffer.alloc(0));
+  return run.done;
+}
+
+export interface RunningGit {
+  stdin: Writable;
+  done: Promise<HostGitResult>;
+}
+
+/** Starts `git args` for the caller to feed its stdin (and end it). */
+export function startHostGit(dirs: HostGitDirs, args: string[], options: Omit<HostGitOptions, 'stdin'> = {}): RunningGit {
   const env = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     HOME: '/nonexistent',
@@ -72,8 +85,9 @@ export function hostGit(dirs: HostGitDirs, args: string[], options: HostGitOptio
     GIT_ALTERNATE_OBJECT_DIRECTORIES: `${dirs.gitDir}/objects`,
   };
   const argv = [...FIXED_CONFIG, '-c', `core.attributesFile=${options.attributesFile ?? '/dev/null'}`, ...args];
-  return new Promise((resolve, reject) => {
-    const child = spawn('git', argv, { cwd: dirs.workTree, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn('git', argv, { cwd: dirs.workTree, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  child.stdin.on('error', () => undefined);
+  const done = new Promise<HostGitResult>((resolve, reject) => {
     const out: Buffer[] = [];
     let outBytes = 0;
     let overflow = false;
@@ -94,7 +108,6 @@ export function hostGit(dirs: HostGitDirs, args: string[], options: HostGitOptio
     child.stderr.on('data', (chunk: Buffer) => {
       if (stderr.length < 4000) stderr += chunk.toString();
     });
-    child.stdin.on('error', () => undefined);
     child.on('error', (err) => {
       clearTimeout(timer);
       reject(new WorkspaceDiffError(`cannot run git: ${err.message}`, { cause: err }));
@@ -107,6 +120,6 @@ export function hostGit(dirs: HostGitDirs, args: string[], options: HostGitOptio
         return resolve({ code, stdout, overflow });
       reject(new WorkspaceDiffError(`git ${args[0]} failed (${code}): ${stderr.trim()}`));
     });
-    child.stdin.end(options.stdin ?? Buffer.alloc(0));
   });
+  return { stdin: child.stdin, done };
 }

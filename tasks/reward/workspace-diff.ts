@@ -7,7 +7,7 @@
  * too large is `rejected`, a FIFO is `skipped`; only the machinery failing throws.
  *
  * How: walk the overlay's upper layer for what changed (layer-walk.ts), store the new contents as
- * blobs in a scratch object directory whose alternates are the pristine objects (host-blobs.ts),
+ * blobs in a scratch object directory whose alternate is the pristine one (host-blobs.ts),
  * build the new tree in a scratch index, and `git diff-tree` the base against it. Contents that
  * are not UTF-8 (old or new) go into a second tree diffed as binary, so the diff is a string that
  * `git apply` takes back byte for byte.
@@ -16,7 +16,7 @@ import { mkdir, mkdtemp, readlink, realpath, rm, writeFile } from 'node:fs/promi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SandboxError, type SandboxProvider } from '../../sandbox/provider.js';
-import { BlobWriter, openRegular, type SkipReason } from './host-blobs.js';
+import { BlobPack, openRegular, type SkipReason } from './host-blobs.js';
 import { hostGit, WorkspaceDiffError, type HostGitDirs } from './host-git.js';
 import { IgnoreCheck, pathBytes } from './ignore-check.js';
 import {
@@ -108,30 +108,17 @@ async function diffLayers(roots: WorkspaceRoots, scratch: string): Promise<Works
     for (const path of baseFilesUnder(base, gone))
       lines.push({ path, line: `0 ${ZERO_SHA}\t${path}`, text: await lowerIsUtf8(roots.lower, path) });
   }
-  const blobs = new BlobWriter(dirs.objectDir);
-  for (const { path, kind } of walked.writes) {
-    const at = pathBytes(roots.merged, path);
-    let stored: { mode: string; sha: string; utf8: boolean } | { skip: SkipReason };
-    if (kind === 'symlink') {
-      // readlink reads the link itself, never its target.
-      const target = await readlink(at, { encoding: 'buffer' }).catch(() => undefined);
-      stored = target ? { mode: '120000', ...(await blobs.bytes(target)) } : { skip: 'changed_while_read' };
-    } else {
-      const opened = await openRegular(at);
-      const blob = 'skip' in opened ? undefined : await blobs.file(opened);
-      stored =
-        'skip' in opened
-          ? opened
-          : blob
-            ? { mode: opened.executable ? '100755' : '100644', ...blob }
-            : { skip: 'changed_while_read' };
-    }
-    if ('skip' in stored) {
-      if (skipped.length < MAX_SKIPPED_LISTED) skipped.push({ path: printable(path), why: stored.skip });
+  const blobs = new BlobPack(dirs);
+  const stored = await inParallel(walked.writes, (w) => store(blobs, roots.merged, w));
+  await blobs.finish();
+  for (const [i, { path }] of walked.writes.entries()) {
+    const entry = stored[i]!;
+    if ('skip' in entry) {
+      if (skipped.length < MAX_SKIPPED_LISTED) skipped.push({ path: printable(path), why: entry.skip });
       continue;
     }
-    const text = stored.utf8 && (!base.files.has(path) || (await lowerIsUtf8(roots.lower, path)));
-    lines.push({ path, line: `${stored.mode} ${stored.sha}\t${path}`, text });
+    const text = entry.utf8 && (!base.files.has(path) || (await lowerIsUtf8(roots.lower, path)));
+    lines.push({ path, line: `${entry.mode} ${entry.sha}\t${path}`, text });
   }
 
   const binary = binaryPaths(lines);
@@ -146,6 +133,38 @@ async function diffLayers(roots: WorkspaceRoots, scratch: string): Promise<Works
   const rest = await diff(dirs, textTree, fullTree, MAX_DIFF_BYTES - text.length, attributesFile);
   if (!rest) return tooLarge;
   return { diff: Buffer.concat([text, rest]).toString('utf8'), skipped };
+}
+
+type Stored = { mode: string; sha: string; utf8: boolean } | { skip: SkipReason };
+
+/** One changed path's content as a blob, read from the merged view without following links. */
+async function store(blobs: BlobPack, merged: string, write: { path: string; kind: 'file' | 'symlink' }): Promise<Stored> {
+  const at = pathBytes(merged, write.path);
+  if (write.kind === 'symlink') {
+    // readlink reads the link itself, never its target.
+    const target = await readlink(at, { encoding: 'buffer' }).catch(() => undefined);
+    return target ? { mode: '120000', ...(await blobs.bytes(target)) } : { skip: 'changed_while_read' };
+  }
+  const opened = await openRegular(at);
+  if ('skip' in opened) return opened;
+  const blob = await blobs.file(opened, MAX_DIFF_BYTES);
+  return blob ? { mode: opened.executable ? '100755' : '100644', ...blob } : { skip: 'changed_while_read' };
+}
+
+/** Files read at once: enough to hide each one's round trips to the thread pool, few enough to bound memory. */
+const PARALLEL_READS = 4;
+
+async function inParallel<T, R>(items: T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PARALLEL_READS, items.length) }, worker));
+  return out;
 }
 
 /**
