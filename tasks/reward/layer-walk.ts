@@ -118,7 +118,9 @@ export async function walkChanges(
       const [upper, merged, lower] = await Promise.all([
         names(roots.upper, dir),
         names(roots.merged, dir),
-        names(roots.lower, dir),
+        // Only a directory of the base tree is a real directory in the lower layer (a symlink of the
+        // task's is not listed through).
+        dir === '' || base.dirs.has(dir) ? names(roots.lower, dir) : new Set<string>(),
       ]);
       for (const name of lower) if (!merged.has(name) && !isGitName(name)) out.deletes.push(join(dir, name));
       for (const name of merged) {
