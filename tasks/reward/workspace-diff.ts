@@ -142,7 +142,11 @@ async function store(blobs: BlobPack, merged: string, write: { path: string; kin
   const at = pathBytes(merged, write.path);
   if (write.kind === 'symlink') {
     // readlink reads the link itself, never its target.
-    const target = await readlink(at, { encoding: 'buffer' }).catch(() => undefined);
+    const target = await readlink(at, { encoding: 'buffer' }).catch((err: NodeJS.ErrnoException) => {
+      // No longer a symlink, or gone: the agent changed it meanwhile.
+      if (err.code === 'EINVAL' || err.code === 'ENOENT' || err.code === 'ENOTDIR') return undefined;
+      throw err;
+    });
     return target ? { mode: '120000', ...(await blobs.bytes(target)) } : { skip: 'changed_while_read' };
   }
   const opened = await openRegular(at);
