@@ -26,9 +26,17 @@ export class IgnoreCheck {
   async ignored(entries: { path: string; dir: boolean }[]): Promise<Set<string>> {
     if (entries.length === 0) return new Set();
     for (const e of entries) if (e.dir) await mkdir(pathBytes(this.dirs.workTree, e.path), { recursive: true });
-    const stdin = Buffer.from(entries.map((e) => `${e.path}\0`).join(''), 'latin1');
+    // `./` first: a name such as `:(exclude)x` is then a path, not pathspec magic (check-ignore
+    // refuses magic, and has no literal mode). Git answers with the paths as given.
+    const stdin = Buffer.from(entries.map((e) => `./${e.path}\0`).join(''), 'latin1');
     // Exit 1: none of them is ignored.
     const r = await hostGit(this.dirs, ['check-ignore', '-z', '--stdin'], { stdin, okCodes: [1] });
-    return new Set(r.stdout.toString('latin1').split('\0').filter((p) => p !== ''));
+    return new Set(
+      r.stdout
+        .toString('latin1')
+        .split('\0')
+        .filter((p) => p.startsWith('./'))
+        .map((p) => p.slice(2)),
+    );
   }
 }
