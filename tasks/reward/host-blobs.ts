@@ -18,7 +18,7 @@ const CHUNK = 1024 * 1024;
 
 /**
  * Why a path of the workspace was left out of the diff: not a file, symlink or directory; not
- * readable by the host; replaced while read; a path git cannot hold (`.git` below the top, a
+ * readable by the host (or too long a path for it); replaced while read; a path git cannot hold (`.git` below the top, a
  * symlinked `.gitmodules`).
  */
 export type SkipReason = 'special_file' | 'unreadable' | 'changed_while_read' | 'git_path';

@@ -15,6 +15,11 @@ export function pathBytes(root: string, path: string): Buffer {
 export class IgnoreCheck {
   constructor(private readonly dirs: HostGitDirs) {}
 
+  /** The scratch tree's host path. */
+  get root(): string {
+    return this.dirs.workTree;
+  }
+
   /** Makes `dir` (a workspace directory) in the scratch tree, with its `.gitignore` if it has one. */
   async addDir(dir: string, gitignore: Buffer | undefined): Promise<void> {
     const at = pathBytes(this.dirs.workTree, dir);

@@ -50,6 +50,8 @@ export interface WalkLimits {
   maxFileBytes: number;
 }
 
+/** Linux's longest path, terminating NUL included. */
+const PATH_MAX = 4096;
 /** The largest `.gitignore` the ignore check is shown. */
 const MAX_GITIGNORE_BYTES = 1024 * 1024;
 
@@ -108,6 +110,10 @@ export async function walkChanges(
   limits: WalkLimits,
 ): Promise<WalkedChanges> {
   const out: WalkedChanges = { writes: [], deletes: [], skipped: [] };
+  // The host's roots are longer than the sandbox's /workspace: a path the agent could make may
+  // not fit in PATH_MAX here. Such a path is skipped, not an error of the host.
+  const longestRoot = Math.max(...[roots.lower, roots.upper, roots.merged, ignores.root].map((r) => Buffer.byteLength(r)));
+  const tooLong = (path: string): boolean => longestRoot + 1 + path.length >= PATH_MAX;
   let touched = 0;
   let level = [''];
   while (level.length > 0) {
@@ -125,6 +131,10 @@ export async function walkChanges(
       for (const name of lower) if (!merged.has(name) && !isGitName(name)) out.deletes.push(join(dir, name));
       for (const name of merged) {
         const path = join(dir, name);
+        if (tooLong(path)) {
+          out.skipped.push({ path, why: 'unreadable' });
+          continue;
+        }
         if (isGitName(name)) {
           if (dir !== '') out.skipped.push({ path, why: 'git_path' });
           continue;

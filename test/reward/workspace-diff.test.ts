@@ -255,6 +255,17 @@ describe('workspaceDiff against what the agent may leave', () => {
     await provider.destroy(agent.id);
   });
 
+  it('skips a path too long for the host and takes the rest', async () => {
+    const name = 'x'.repeat(250);
+    const deep = `${Array.from({ length: 16 }, () => name).join('/')}/${'y'.repeat(60)}`;
+    const agent = await agentRun(provider, `mkdir -p ${deep} && echo deep > ${deep}/f && echo short > short.txt`);
+    const changes = await workspaceDiff(provider, agent.id);
+    expect(changes.skipped).toHaveLength(1);
+    expect(changes.skipped[0]!.why).toBe('unreadable');
+    expect(changes.diff).toContain('+short');
+    await provider.destroy(agent.id);
+  });
+
   it('takes many files', async () => {
     const { id } = await provider.create({ idempotencyKey: key(), workspaceDir: workspace });
     await provider.exec(id, { shell: 'mkdir many && cd many && seq 1 20000 | while read i; do echo $i > f$i; done' });
