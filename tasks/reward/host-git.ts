@@ -16,6 +16,11 @@ export class WorkspaceDiffError extends Error {
   override name = 'WorkspaceDiffError';
 }
 
+/** Git ran past its time: on the agent's data (its .gitignore rules) that is the agent's doing. */
+export class HostGitTimeoutError extends WorkspaceDiffError {
+  override name = 'HostGitTimeoutError';
+}
+
 export interface HostGitDirs {
   /** The pristine repository's `.git`, in the prepared layer; only read. */
   gitDir: string;
@@ -49,6 +54,8 @@ export interface HostGitOptions {
   maxStdout?: number;
   /** Another index than `dirs.indexFile`. */
   indexFile?: string;
+  /** Default 120 s. */
+  timeoutMs?: number;
 }
 
 export interface HostGitResult {
@@ -92,10 +99,11 @@ export function startHostGit(dirs: HostGitDirs, args: string[], options: Omit<Ho
     let outBytes = 0;
     let overflow = false;
     let stderr = '';
+    const timeoutMs = options.timeoutMs ?? TIMEOUT_MS;
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new WorkspaceDiffError(`git ${args[0]} did not finish in ${TIMEOUT_MS} ms`));
-    }, TIMEOUT_MS);
+      reject(new HostGitTimeoutError(`git ${args[0]} did not finish in ${timeoutMs} ms`));
+    }, timeoutMs);
     child.stdout.on('data', (chunk: Buffer) => {
       if (overflow) return;
       outBytes += chunk.length;

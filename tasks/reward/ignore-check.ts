@@ -12,6 +12,9 @@ export function pathBytes(root: string, path: string): Buffer {
   return path === '' ? Buffer.from(root) : Buffer.concat([Buffer.from(`${root}/`), Buffer.from(path, 'latin1')]);
 }
 
+/** Longest one level's check may take; the agent's rules can make it slow, so it is theirs (HostGitTimeoutError). */
+const IGNORE_TIMEOUT_MS = 60_000;
+
 export class IgnoreCheck {
   constructor(private readonly dirs: HostGitDirs) {}
 
@@ -35,7 +38,11 @@ export class IgnoreCheck {
     // refuses magic, and has no literal mode). Git answers with the paths as given.
     const stdin = Buffer.from(entries.map((e) => `./${e.path}\0`).join(''), 'latin1');
     // Exit 1: none of them is ignored.
-    const r = await hostGit(this.dirs, ['check-ignore', '-z', '--stdin'], { stdin, okCodes: [1] });
+    const r = await hostGit(this.dirs, ['check-ignore', '-z', '--stdin'], {
+      stdin,
+      okCodes: [1],
+      timeoutMs: IGNORE_TIMEOUT_MS,
+    });
     return new Set(
       r.stdout
         .toString('latin1')

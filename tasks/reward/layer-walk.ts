@@ -12,6 +12,7 @@
 import { isUtf8 } from 'node:buffer';
 import { lstat, readdir, readlink } from 'node:fs/promises';
 import { isUtf8File, openRegular, type SkipReason } from './host-blobs.js';
+import { HostGitTimeoutError } from './host-git.js';
 import { pathBytes, type IgnoreCheck } from './ignore-check.js';
 
 /** The base commit's tree: file paths with their modes, and every directory on the way to them. */
@@ -52,8 +53,8 @@ export interface WalkLimits {
 
 /** Linux's longest path, terminating NUL included. */
 const PATH_MAX = 4096;
-/** The largest `.gitignore` the ignore check is shown. */
-const MAX_GITIGNORE_BYTES = 1024 * 1024;
+/** The largest `.gitignore` the ignore check is shown (the rules' cost grows with their count). */
+const MAX_GITIGNORE_BYTES = 256 * 1024;
 
 const join = (dir: string, name: string): string => (dir === '' ? name : `${dir}/${name}`);
 const isGitName = (name: string): boolean => name.toLowerCase() === '.git';
@@ -175,7 +176,14 @@ export async function walkChanges(
         else fresh.push({ path, dir: false, kind });
       }
     }
-    const ignored = await ignores.ignored(fresh);
+    const ignored = await ignores.ignored(fresh).catch((err: unknown) => {
+      if (err instanceof HostGitTimeoutError) return undefined;
+      throw err;
+    });
+    if (!ignored) {
+      out.rejected = 'the .gitignore rules took too long to apply';
+      return out;
+    }
     for (const entry of fresh) {
       if (ignored.has(entry.path)) continue;
       if (entry.kind) out.writes.push({ path: entry.path, kind: entry.kind });
