@@ -12,10 +12,16 @@ export function pathBytes(root: string, path: string): Buffer {
   return path === '' ? Buffer.from(root) : Buffer.concat([Buffer.from(`${root}/`), Buffer.from(path, 'latin1')]);
 }
 
-/** Longest one level's check may take; the agent's rules can make it slow, so it is theirs (HostGitTimeoutError). */
-const IGNORE_TIMEOUT_MS = 60_000;
+/**
+ * Time all the checks of one diff may take. The agent's rules can make them slow (thousands of
+ * wildcard patterns take minutes over many paths), so running out is the agent's doing
+ * (HostGitTimeoutError), which the walk turns into a rejection.
+ */
+const IGNORE_BUDGET_MS = 60_000;
 
 export class IgnoreCheck {
+  private spentMs = 0;
+
   constructor(private readonly dirs: HostGitDirs) {}
 
   /** The scratch tree's host path. */
@@ -38,11 +44,12 @@ export class IgnoreCheck {
     // refuses magic, and has no literal mode). Git answers with the paths as given.
     const stdin = Buffer.from(entries.map((e) => `./${e.path}\0`).join(''), 'latin1');
     // Exit 1: none of them is ignored.
+    const started = performance.now();
     const r = await hostGit(this.dirs, ['check-ignore', '-z', '--stdin'], {
       stdin,
       okCodes: [1],
-      timeoutMs: IGNORE_TIMEOUT_MS,
-    });
+      timeoutMs: Math.max(1, IGNORE_BUDGET_MS - this.spentMs),
+    }).finally(() => (this.spentMs += performance.now() - started));
     return new Set(
       r.stdout
         .toString('latin1')

@@ -266,6 +266,18 @@ describe('workspaceDiff against what the agent may leave', () => {
     await provider.destroy(agent.id);
   });
 
+  it('rejects changes whose .gitignore rules take too long to apply', { timeout: 240_000 }, async () => {
+    const { id } = await provider.create({ idempotencyKey: key(), workspaceDir: workspace });
+    // Thousands of wildcard patterns over thousands of new paths: minutes of matching.
+    let rules = '';
+    for (let i = 0; rules.length < 250 * 1024; i++) rules += `*${(i * 7919).toString(2).slice(-6)}*${i.toString(2).slice(-6)}*/\n`;
+    await provider.writeFile(id, '.gitignore', rules);
+    await provider.exec(id, { shell: 'mkdir d && cd d && seq 1 20000 | while read i; do : > f$i; done' }, { timeoutMs: 120_000 });
+    const changes = await workspaceDiff(provider, id);
+    expect(changes).toMatchObject({ diff: '', rejected: 'the .gitignore rules took too long to apply' });
+    await provider.destroy(id);
+  });
+
   it('takes many files', async () => {
     const { id } = await provider.create({ idempotencyKey: key(), workspaceDir: workspace });
     await provider.exec(id, { shell: 'mkdir many && cd many && seq 1 20000 | while read i; do echo $i > f$i; done' });
