@@ -115,11 +115,20 @@ export async function walkChanges(
   // not fit in PATH_MAX here. Such a path is skipped, not an error of the host.
   const longestRoot = Math.max(...[roots.lower, roots.upper, roots.merged, ignores.root].map((r) => Buffer.byteLength(r)));
   const tooLong = (path: string): boolean => longestRoot + 1 + path.length >= PATH_MAX;
+  /** Adds a write, or rejects the changes when it is a file too large to diff (then false). */
+  const take = (w: { path: string; kind: 'file' | 'symlink'; size?: number }): boolean => {
+    if (w.kind === 'file' && (w.size ?? 0) > limits.maxFileBytes) {
+      out.rejected = `${printable(w.path)} is ${w.size} bytes, more than ${limits.maxFileBytes}`;
+      return false;
+    }
+    out.writes.push({ path: w.path, kind: w.kind });
+    return true;
+  };
   let touched = 0;
   let level = [''];
   while (level.length > 0) {
     const next: string[] = [];
-    const fresh: { path: string; dir: boolean; kind?: 'file' | 'symlink' }[] = [];
+    const fresh: { path: string; dir: boolean; kind?: 'file' | 'symlink'; size?: number }[] = [];
     for (const dir of level) {
       await ignores.addDir(dir, await gitignoreOf(roots.merged, dir));
       const [upper, merged, lower] = await Promise.all([
@@ -162,18 +171,14 @@ export async function walkChanges(
           out.skipped.push({ path, why: 'special_file' });
           continue;
         }
-        if (st.isFile() && st.size > limits.maxFileBytes) {
-          out.rejected = `${printable(path)} is ${st.size} bytes, more than ${limits.maxFileBytes}`;
-          return out;
-        }
         const kind = st.isFile() ? 'file' : 'symlink';
         // Git refuses a symlinked .gitmodules (it could point a submodule anywhere).
         if (kind === 'symlink' && name.toLowerCase() === '.gitmodules') {
           out.skipped.push({ path, why: 'git_path' });
           continue;
         }
-        if (inBase) out.writes.push({ path, kind });
-        else fresh.push({ path, dir: false, kind });
+        if (!inBase) fresh.push({ path, dir: false, kind, size: st.size });
+        else if (!take({ path, kind, size: st.size })) return out;
       }
     }
     const ignored = await ignores.ignored(fresh).catch((err: unknown) => {
@@ -186,8 +191,8 @@ export async function walkChanges(
     }
     for (const entry of fresh) {
       if (ignored.has(entry.path)) continue;
-      if (entry.kind) out.writes.push({ path: entry.path, kind: entry.kind });
-      else next.push(entry.path);
+      if (!entry.kind) next.push(entry.path);
+      else if (!take({ path: entry.path, kind: entry.kind, size: entry.size })) return out;
     }
     level = next;
   }

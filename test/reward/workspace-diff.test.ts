@@ -294,6 +294,11 @@ describe('workspaceDiff against what the agent may leave', () => {
     expect(many).toMatchObject({ diff: '', rejected: expect.stringContaining('larger than') });
     await provider.destroy(spread.id);
 
+    // An ignored one is not part of the changes, whatever its size.
+    const ignoredOnly = await agentRun(provider, `head -c ${MAX_DIFF_BYTES + 1} /dev/zero > ignored/huge.log`);
+    expect(await workspaceDiff(provider, ignoredOnly.id)).toEqual({ diff: '', skipped: [] });
+    await provider.destroy(ignoredOnly.id);
+
     const one = await agentRun(provider, `head -c ${MAX_DIFF_BYTES + 1} /dev/zero > huge`);
     const huge = await workspaceDiff(provider, one.id);
     expect(huge).toMatchObject({ diff: '', rejected: expect.stringContaining('huge is') });
