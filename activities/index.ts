@@ -307,7 +307,8 @@ export function createActivities(deps: ActivityDeps) {
       const task = await deps.tasks.get(input.taskSource, input.taskId);
       return withHeartbeat(
         async () => {
-          const agentDiff = await sandboxCall(() => workspaceDiff(deps.sandbox, input.sandboxId));
+          // Read on this host and handed over in memory: a diff never rides in a Temporal payload.
+          const changes = await sandboxCall(() => workspaceDiff(deps.sandbox, input.sandboxId));
           const judge: JudgeDeps | undefined = deps.judge && {
             ...deps.judge,
             records: deps.artifacts,
@@ -318,7 +319,8 @@ export function createActivities(deps: ActivityDeps) {
               { provider: deps.sandbox, images: deps.images, judge, screen: deps.rewardScreen },
               {
                 task,
-                agentDiff,
+                agentDiff: changes.diff,
+                agentDiffRejected: changes.rejected,
                 idempotencyKey: `${input.episodeId}:${input.attempt}`,
                 labels: { episode: input.episodeId },
               },

@@ -4,6 +4,7 @@
  */
 import {
   ProviderUnavailableError,
+  SandboxError,
   type Command,
   type ExecOptions,
   type ExecResult,
@@ -12,6 +13,7 @@ import {
   type SandboxSpec,
   type SandboxState,
   type SandboxUsage,
+  type WorkspaceLayers,
 } from './provider.js';
 import { FreezerUnavailableError } from './cgroups.js';
 import { downloadTarViaExec, uploadTarViaExec } from './files.js';
@@ -112,6 +114,12 @@ export class FaultInjectingProvider implements SandboxProvider {
 
   async usage(id: string): Promise<SandboxUsage> {
     return this.inner.usage ? this.inner.usage(id) : {};
+  }
+
+  async workspaceLayers(id: string): Promise<WorkspaceLayers> {
+    if (!this.inner.workspaceLayers)
+      throw new SandboxError(`${this.inner.name} cannot show its workspace layers`, false);
+    return this.inner.workspaceLayers(id);
   }
 
   async release(): Promise<void> {

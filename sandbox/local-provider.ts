@@ -29,6 +29,7 @@ import {
   type SandboxSpec,
   type SandboxState,
   type SandboxUsage,
+  type WorkspaceLayers,
 } from './provider.js';
 import {
   downloadTarViaExec,
@@ -171,7 +172,7 @@ export class LocalSandboxProvider implements SandboxProvider {
   private readonly resourceControlOptions: Omit<ResourceControlOptions, 'launcher'>;
   private readonly launcherDir: string;
   private readonly cc: string;
-  private readonly workspaceLayers: WorkspaceLayerCache;
+  private readonly layerCache: WorkspaceLayerCache;
   private readonly mounter: Mounter = sharedMounter();
   private readonly roots: SharedRoots;
   /** The provider's hidden paths as real paths, resolved on first use. */
@@ -206,7 +207,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     };
     this.launcherDir = options.launcherDir ?? DEFAULT_LAUNCHER_DIR;
     this.cc = options.cc ?? 'cc';
-    this.workspaceLayers = new WorkspaceLayerCache(join(this.rootDir, LAYERS_DIR), this.sandboxUser);
+    this.layerCache = new WorkspaceLayerCache(join(this.rootDir, LAYERS_DIR), this.sandboxUser);
     this.roots = new SharedRoots(
       join(this.mountRoot, ROOT_LAYERS_DIR),
       join(this.mountRoot, ROOTS_DIR),
@@ -351,6 +352,14 @@ export class LocalSandboxProvider implements SandboxProvider {
     const rw = await statfs(this.layers(id).rw).catch(() => undefined);
     const diskBytes = rw ? (rw.blocks - rw.bfree) * rw.bsize : undefined;
     return { memoryBytes, diskBytes };
+  }
+
+  async workspaceLayers(id: string): Promise<WorkspaceLayers> {
+    const meta = await this.liveMeta(id);
+    // Made by a provider version that did not record it: its layers cannot be told apart.
+    if (!meta.workspaceLower) throw new SandboxGoneError(id);
+    const layers = this.layers(id);
+    return { lower: meta.workspaceLower, upper: layers.upper, merged: layers.workspace };
   }
 
   async extendTtl(id: string, ms: number): Promise<void> {
@@ -522,7 +531,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     try {
       const [workspaceLower, hiddenPaths] = await Promise.all([
         spec.workspaceKey
-          ? this.workspaceLayers.layer(spec.workspaceKey, source)
+          ? this.layerCache.layer(spec.workspaceKey, source)
           : join(dir, 'base'),
         realPaths(spec.hiddenPaths ?? []),
         mkdir(dir),
@@ -541,6 +550,7 @@ export class LocalSandboxProvider implements SandboxProvider {
         readOnlyMounts,
         hiddenPaths,
         writableDirs,
+        workspaceLower,
         limits,
       };
       const [staged] = await Promise.all([

@@ -24,6 +24,8 @@ export interface SandboxMeta {
   hiddenPaths: string[];
   /** `SandboxSpec.writableDirs`, each backed by `<rw>/dirs/<index>`; absent in older metadata. */
   writableDirs?: string[];
+  /** The host directory of the workspace overlay's lower layer; absent in older metadata. */
+  workspaceLower?: string;
   /** The limits in force, every default filled in. */
   limits: Required<SandboxLimits>;
   /** Frozen by `pause` until `resume`. */

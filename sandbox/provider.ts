@@ -113,6 +113,19 @@ export interface ExecResult {
   durationMs: number;
 }
 
+/**
+ * Host paths of a sandbox's workspace overlay, for reading the agent's changes from outside the
+ * sandbox: nothing the agent runs takes part in reading them.
+ */
+export interface WorkspaceLayers {
+  /** The prepared workspace (read-only below the overlay), holding the pristine base repository. */
+  lower: string;
+  /** The overlay's upper layer: every entry the agent wrote, whiteouts of what it deleted. */
+  upper: string;
+  /** The overlay itself, as the sandbox sees it at `/workspace`. */
+  merged: string;
+}
+
 /** An argv, or a shell script run with `/bin/sh -c`. */
 export type Command = string[] | { shell: string };
 
@@ -137,6 +150,8 @@ export interface SandboxProvider {
   pause?(id: string): Promise<void>;
   resume?(id: string): Promise<void>;
   usage?(id: string): Promise<SandboxUsage>;
+  /** Where the workspace's layers are on this host; SandboxGoneError when the sandbox is. */
+  workspaceLayers?(id: string): Promise<WorkspaceLayers>;
   /**
    * Optional janitor hook for providers that can leave debris list() cannot show (half-made
    * sandboxes): removes what expired by `now` and returns the ids removed.

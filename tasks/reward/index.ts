@@ -60,7 +60,13 @@ export {
   type JudgeSummary,
 } from './judge/types.js';
 export { MAX_TEST_OUTPUT_BYTES } from './test-run.js';
-export { MAX_DIFF_BYTES, workspaceDiff, WorkspaceDiffError } from './workspace-diff.js';
+export {
+  MAX_CHANGED_PATHS,
+  MAX_DIFF_BYTES,
+  workspaceDiff,
+  WorkspaceDiffError,
+  type WorkspaceChanges,
+} from './workspace-diff.js';
 
 export async function evaluateReward(deps: RewardDeps, input: RewardInput): Promise<RewardResult> {
   const { reward } = input.task;

@@ -14,7 +14,9 @@ export type RewardReason =
   | 'timeout'
   | 'tampered'
   /** The model judge (a judge reward, or an audit that zeroes) answered twice with nothing readable. */
-  | 'judge_unparseable';
+  | 'judge_unparseable'
+  /** The agent's changes are too large to take (workspace-diff.ts); nothing is run. */
+  | 'diff_rejected';
 export type TestOutcome = 'passed' | 'failed' | 'missing';
 
 export interface RewardResult {
@@ -98,6 +100,11 @@ export interface RewardInput {
   task: Task;
   /** The agent's changes against the base snapshot, as `workspaceDiff` returns them. */
   agentDiff: string;
+  /**
+   * Why the agent's changes could not be taken (`WorkspaceChanges.rejected`: too large, too
+   * many): the reward is 0 with reason `diff_rejected`, and nothing is run. Default none.
+   */
+  agentDiffRejected?: string;
   /** Episode id + attempt; the reward sandbox uses `<key>:reward`. */
   idempotencyKey: string;
   /**
@@ -105,6 +112,22 @@ export interface RewardInput {
    * that episode's workflow closes instead of at its TTL. Default none.
    */
   labels?: Record<string, string>;
+}
+
+/** The result for changes that could not be taken: `named` tests all missing, nothing run. */
+export function diffRejected(named: string[], detail: string): RewardResult {
+  return {
+    reward: 0,
+    resolved: false,
+    reason: 'diff_rejected',
+    tests: Object.fromEntries(named.map((n) => [n, 'missing' as const])),
+    passed: 0,
+    failed: named.length,
+    canaries: 0,
+    durationMs: 0,
+    detail: tail(`agent diff rejected: ${detail}`),
+    dropped: [],
+  };
 }
 
 /** The reward sandbox is not in the state the reward needs (not a git repository, reused). */

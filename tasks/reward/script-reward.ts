@@ -17,6 +17,7 @@ import { z } from 'zod';
 import type { RewardSpec } from '../schema.js';
 import { applyPatch, rewardSandboxSpec, withRewardSandbox } from './sandbox-steps.js';
 import {
+  diffRejected,
   tail,
   type RewardDeps,
   type RewardInput,
@@ -69,6 +70,7 @@ export async function evaluateScriptReward(
   input: RewardInput,
   verifier: ScriptRewardSpec,
 ): Promise<RewardResult> {
+  if (input.agentDiffRejected) return diffRejected([], input.agentDiffRejected);
   const startedAt = performance.now();
   const { provider } = deps;
   const { task } = input;

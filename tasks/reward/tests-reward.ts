@@ -31,6 +31,7 @@ import { pathsOf, stripTestChanges } from './diff.js';
 import type { ReportedStatus } from './report.js';
 import {
   SUITE_BROKEN_SHOWN,
+  diffRejected,
   tail,
   type RewardDeps,
   type RewardInput,
@@ -54,6 +55,7 @@ export async function evaluateTestsReward(
   const random = deps.random ?? randomBytes;
   const { task } = input;
   const named = [...new Set([...task.FAIL_TO_PASS, ...task.PASS_TO_PASS])];
+  if (input.agentDiffRejected) return diffRejected(named, input.agentDiffRejected);
   const { diff: agentPatch, dropped } = stripTestChanges(
     input.agentDiff,
     pathsOf(task.test_patch),

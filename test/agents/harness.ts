@@ -123,10 +123,15 @@ export async function runAgentEpisode(
       taskId,
       timeoutMs,
     });
-    const agentDiff = await workspaceDiff(stack.sandbox, info.id);
+    const changes = await workspaceDiff(stack.sandbox, info.id);
     const reward = await evaluateReward(
       { provider: stack.sandbox },
-      { task, agentDiff, idempotencyKey: `${sessionId}:0` },
+      {
+        task,
+        agentDiff: changes.diff,
+        agentDiffRejected: changes.rejected,
+        idempotencyKey: `${sessionId}:0`,
+      },
     );
     return { sessionId, result, reward, turns: (await stack.store.loadTurns(sessionId)) };
   } finally {

@@ -402,6 +402,13 @@ export async function jestTask(
 
 let agentRuns = 0;
 
+/** The sandbox's diff; a rejected one is not what these fixtures expect. */
+async function diffOf(provider: SandboxProvider, id: string): Promise<string> {
+  const changes = await workspaceDiff(provider, id);
+  if (changes.rejected) throw new Error(`agent diff rejected: ${changes.rejected}`);
+  return changes.diff;
+}
+
 /** Plays the agent: edits files in its own sandbox and returns its workspace diff. */
 export async function agentDiff(
   provider: SandboxProvider,
@@ -415,7 +422,7 @@ export async function agentDiff(
   try {
     for (const [path, content] of Object.entries(edits))
       await provider.writeFile(id, path, content);
-    return await workspaceDiff(provider, id);
+    return await diffOf(provider, id);
   } finally {
     await provider.destroy(id);
   }
@@ -434,7 +441,7 @@ export async function agentShellDiff(
   try {
     const r = await provider.exec(id, { shell: script });
     if (r.exitCode !== 0) throw new Error(`agent script failed: ${r.stderr}`);
-    return await workspaceDiff(provider, id);
+    return await diffOf(provider, id);
   } finally {
     await provider.destroy(id);
   }
