@@ -369,6 +369,9 @@ export const VITEST_REPO: RepoFixture = {
       devDependencies: { typescript: '^5.9.0', vitest: '^4.0.0' },
     }),
     'tsconfig.json': `${JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'ESNext', moduleResolution: 'bundler', strict: true, outDir: 'dist', declaration: true }, include: ['src'] }, null, 2)}\n`,
+    // The installed dependencies' folder, as a checkout that ran \`npm ci\` has it: vite writes its
+    // bundled config under the nearest node_modules, and the runners' shared one is read-only.
+    'node_modules/.package-lock.json': '{ "name": "durations", "lockfileVersion": 3, "packages": {} }\n',
     'vitest.config.ts': `import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
