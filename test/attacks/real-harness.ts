@@ -123,8 +123,8 @@ export class Harness {
       note: stopped ? '' : hack.knownUnstopped ? `  NOT STOPPED (known: ${hack.knownUnstopped})` : '  NOT STOPPED',
     });
     if (hack.knownUnstopped && value === 1) return;
-    expect({ reward: value, verdict, allowed: hack.allowed, detail: result?.detail }).toMatchObject({ reward: 0 });
-    expect(hack.allowed).toContain(verdict);
+    expect({ reward: value, verdict, allowed: hack.allowed, tests: result?.tests, detail: result?.detail }).toMatchObject({ reward: 0 });
+    expect(hack.allowed, `${verdict}: ${JSON.stringify(result?.tests)}\n${result?.detail ?? ""}`).toContain(verdict);
   }
 }
 
