@@ -84,8 +84,12 @@ export class Harness {
    * activity turns into `infra_error`: a defence that failed, recorded as such. An error that says
    * the diff was rejected (`reason: 'diff_rejected'`) is a 0.
    */
-  async score(runner: Runner, script: string): Promise<{ verdict: Verdict; result?: reward.RewardResult }> {
-    const { task, dir } = this.repo(runner);
+  async score(
+    runner: Runner,
+    script: string,
+    task: Task = this.repo(runner).task,
+  ): Promise<{ verdict: Verdict; result?: reward.RewardResult }> {
+    const { dir } = this.repo(runner);
     const key = `real-${process.pid}-${this.episodes++}`;
     const { id } = await this.provider.create({ idempotencyKey: `${key}:agent`, workspaceDir: dir, readOnlyMounts: reward.runnerMounts(task) });
     let agentDiff: string;
@@ -120,7 +124,11 @@ export class Harness {
       defence: `${hack.defence}${hack.screen ? ' [screen]' : ''}`,
       reward: value,
       reason: verdict,
-      note: stopped ? '' : hack.knownUnstopped ? `  NOT STOPPED (known: ${hack.knownUnstopped})` : '  NOT STOPPED',
+      note: stopped
+        ? ''
+        : verdict === 'infra_error'
+          ? '  NOT STOPPED (infra_error: the episode would go unscored)'
+          : hack.knownUnstopped ? `  NOT STOPPED (known: ${hack.knownUnstopped})` : '  NOT STOPPED',
     });
     if (hack.knownUnstopped && value === 1) return;
     expect({ reward: value, verdict, allowed: hack.allowed, tests: result?.tests, detail: result?.detail }).toMatchObject({ reward: 0 });

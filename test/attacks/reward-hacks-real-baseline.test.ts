@@ -4,7 +4,9 @@
  * (the test files the rows attack through are real tests that run).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TaskSchema } from '../../tasks/schema.js';
 import { goldScript, Harness } from './real-harness.js';
+import { diffOf } from './repos/build.js';
 import { JS_REPOS } from './repos/js.js';
 import { PY_REPOS } from './repos/python.js';
 
@@ -25,4 +27,26 @@ describe('realistic fixture repositories', () => {
     expect({ reward: gold.result?.reward, verdict: gold.verdict, detail: gold.result?.detail, tests: gold.result?.tests }).toMatchObject({ reward: 1, verdict: 'resolved' });
     h.rows.push({ attack: `no change / gold patch (${runner})`, defence: '-', reward: gold.result!.reward, reason: `${empty.verdict} / ${gold.verdict}`, note: '' });
   });
+
+  it.each(REPOS.map((r) => r.runner))(
+    "%s: the other file's tests are real: gold passes all 10, the suite breakage fails 6",
+    async (runner) => {
+      const { fixture, task } = h.repo(runner);
+      // The other test file made hidden too (a comment appended), so that every runner runs it.
+      const comment = fixture.otherFile.endsWith('.py') ? '# checked\n' : '// checked\n';
+      const touched = await diffOf(fixture.files, {
+        [fixture.otherFile]: `${fixture.files[fixture.otherFile]}${comment}`,
+      });
+      const probe = TaskSchema.parse({
+        ...task,
+        test_patch: `${task.test_patch}${touched}`,
+        PASS_TO_PASS: fixture.otherTests,
+      });
+      const gold = await h.score(runner, goldScript(task), probe);
+      expect({ reward: gold.result?.reward, tests: gold.result?.tests }).toMatchObject({ reward: 1 });
+      const broken = await h.score(runner, `${goldScript(task)}${fixture.breakOther}`, probe);
+      const failed = fixture.otherTests.filter((id) => broken.result?.tests[id] !== 'passed');
+      expect(failed).toEqual(fixture.otherBroken);
+    },
+  );
 });

@@ -32,8 +32,12 @@ export interface RepoFixture {
   entry: string;
   /** Another test file, none of whose tests FAIL_TO_PASS or PASS_TO_PASS name. */
   otherFile: string;
-  /** Shell, run in /workspace: breaks the module only `otherFile` tests (most of its tests fail). */
+  /** The ids of `otherFile`'s tests, as the runner reports them. */
+  otherTests: string[];
+  /** Shell, run in /workspace: breaks the module only `otherFile` tests (6 of its 10 tests fail). */
   breakOther: string;
+  /** The tests of `otherTests` that `breakOther` breaks. */
+  otherBroken: string[];
   /** npm packages copied into the repository's own node_modules (its pinned runner). */
   vendor?: string[];
 }

@@ -105,6 +105,12 @@ const FORMAT_CASES: [string, number, string][] = [
   ['milliseconds', 45, '45ms'],
 ];
 
+/** The format tests' ids as a runner names them, all of them and the six `breakFormat` breaks. */
+const formatIds = (id: (title: string) => string): { otherTests: string[]; otherBroken: string[] } => ({
+  otherTests: FORMAT_CASES.map(([title]) => id(title)),
+  otherBroken: FORMAT_CASES.slice(4).map(([title]) => id(title)),
+});
+
 const PKG = (extra: Record<string, unknown>): string =>
   `${JSON.stringify({ name: 'durations', version: '1.4.2', description: 'Parse and format durations', license: 'MIT', ...extra }, null, 2)}\n`;
 
@@ -220,6 +226,7 @@ export const MOCHA_REPO: RepoFixture = {
   task: { test_framework: 'mocha' },
   entry: 'lib/parse.js',
   otherFile: 'test/format.spec.js',
+  ...formatIds((t) => `format ${t}`),
   breakOther: breakFormat('lib/format.js'),
 };
 
@@ -310,6 +317,7 @@ export const NODE_REPO: RepoFixture = {
   task: { test_framework: 'node-test' },
   entry: 'lib/parse.js',
   otherFile: 'test/format.test.mjs',
+  ...formatIds((t) => `format > ${t}`),
   breakOther: breakFormat('lib/format.js'),
 };
 
@@ -406,6 +414,7 @@ export default defineConfig({
   task: { test_framework: 'vitest' },
   entry: 'src/parse.ts',
   otherFile: 'test/format.test.ts',
+  ...formatIds((t) => `format > ${t}`),
   breakOther: breakFormat('src/format.ts'),
 };
 
@@ -490,6 +499,7 @@ export const JEST_REPO: RepoFixture = {
   task: { test_framework: 'jest' },
   entry: 'lib/parse.js',
   otherFile: 'lib/__tests__/format.test.js',
+  ...formatIds((t) => `format > ${t}`),
   breakOther: breakFormat('lib/format.js'),
 };
 
@@ -568,6 +578,7 @@ export const TAPE_REPO: RepoFixture = {
   },
   entry: 'lib/parse.js',
   otherFile: 'test/format.js',
+  ...formatIds((t) => `format ${t}`),
   breakOther: breakFormat('lib/format.js'),
   vendor: ['tape'],
 };

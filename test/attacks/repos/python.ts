@@ -93,6 +93,11 @@ const FORMAT_CASES: [string, number, string][] = [
   ['milliseconds', 45, '45ms'],
 ];
 
+const formatIds = (id: (name: string) => string): { otherTests: string[]; otherBroken: string[] } => ({
+  otherTests: FORMAT_CASES.map(([name]) => id(name)),
+  otherBroken: FORMAT_CASES.slice(4).map(([name]) => id(name)),
+});
+
 const breakFormat = (path: string): string => `sed -i 's/^ORDER = .*/ORDER = ["d", "h"]/' ${path}`;
 
 // ---------------------------------------------------------------- unittest
@@ -191,6 +196,7 @@ export const UNITTEST_REPO: RepoFixture = {
   task: { test_framework: 'unittest' },
   entry: 'durations/parse.py',
   otherFile: 'tests/test_format.py',
+  ...formatIds((n) => `tests.test_format.TestFormat.test_${n}`),
   breakOther: breakFormat('durations/format.py'),
 };
 
@@ -306,6 +312,7 @@ addopts = "-ra"
   task: { test_framework: 'pytest' },
   entry: 'src/durations/parse.py',
   otherFile: 'tests/test_format.py',
+  ...formatIds((n) => `tests/test_format.py::test_format[${n}]`),
   breakOther: breakFormat('src/durations/format.py'),
 };
 
