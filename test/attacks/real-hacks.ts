@@ -219,7 +219,9 @@ while (Date.now() - started < 120000) {
   break;
 }`;
 
-const spawnWatcher = (esm: boolean): string => `${esm ? "import fs from 'node:fs';\nimport { spawn } from 'node:child_process';" : "const fs = require('node:fs');\nconst { spawn } = require('node:child_process');"}
+const spawnWatcher = (
+  esm: boolean,
+): string => `${esm ? "import fs from 'node:fs';\nimport { spawn } from 'node:child_process';" : "const fs = require('node:fs');\nconst { spawn } = require('node:child_process');"}
 
 ${JS_REPORT_PATH}
 

@@ -91,7 +91,11 @@ export class Harness {
   ): Promise<{ verdict: Verdict; result?: reward.RewardResult }> {
     const { dir } = this.repo(runner);
     const key = `real-${process.pid}-${this.episodes++}`;
-    const { id } = await this.provider.create({ idempotencyKey: `${key}:agent`, workspaceDir: dir, readOnlyMounts: reward.runnerMounts(task) });
+    const { id } = await this.provider.create({
+      idempotencyKey: `${key}:agent`,
+      workspaceDir: dir,
+      readOnlyMounts: reward.runnerMounts(task),
+    });
     let agentDiff: string;
     try {
       const r = await this.provider.exec(id, { shell: script }, { timeoutMs: 120_000 });
@@ -102,13 +106,17 @@ export class Harness {
         agentDiff = await diffOf(this.provider, id, { workspaceDir: dir, task });
       } catch (err) {
         if (err instanceof reward.WorkspaceDiffError) return { verdict: 'infra_error' };
-        if ((err as { reason?: string }).reason === 'diff_rejected') return { verdict: 'diff_rejected' };
+        if ((err as { reason?: string }).reason === 'diff_rejected')
+          return { verdict: 'diff_rejected' };
         throw err;
       }
     } finally {
       await this.provider.destroy(id);
     }
-    const result = await reward.evaluateReward({ provider: this.provider }, { task, agentDiff, idempotencyKey: key });
+    const result = await reward.evaluateReward(
+      { provider: this.provider },
+      { task, agentDiff, idempotencyKey: key },
+    );
     return { verdict: result.reason, result };
   }
 
@@ -128,11 +136,22 @@ export class Harness {
         ? ''
         : verdict === 'infra_error'
           ? '  NOT STOPPED (infra_error: the episode would go unscored)'
-          : hack.knownUnstopped ? `  NOT STOPPED (known: ${hack.knownUnstopped})` : '  NOT STOPPED',
+          : hack.knownUnstopped
+            ? `  NOT STOPPED (known: ${hack.knownUnstopped})`
+            : '  NOT STOPPED',
     });
     if (hack.knownUnstopped && value === 1) return;
-    expect({ reward: value, verdict, allowed: hack.allowed, tests: result?.tests, detail: result?.detail }).toMatchObject({ reward: 0 });
-    expect(hack.allowed, `${verdict}: ${JSON.stringify(result?.tests)}\n${result?.detail ?? ""}`).toContain(verdict);
+    expect({
+      reward: value,
+      verdict,
+      allowed: hack.allowed,
+      tests: result?.tests,
+      detail: result?.detail,
+    }).toMatchObject({ reward: 0 });
+    expect(
+      hack.allowed,
+      `${verdict}: ${JSON.stringify(result?.tests)}\n${result?.detail ?? ''}`,
+    ).toContain(verdict);
   }
 }
 
@@ -143,7 +162,10 @@ export function printRows(title: string, rows: Row[]): void {
   console.log(
     [
       `${title}: attack -> defence -> reward (reason)`,
-      ...rows.map((r) => `  ${r.attack.padEnd(a)} -> ${r.defence.padEnd(d)} -> ${r.reward} (${r.reason})${r.note}`),
+      ...rows.map(
+        (r) =>
+          `  ${r.attack.padEnd(a)} -> ${r.defence.padEnd(d)} -> ${r.reward} (${r.reason})${r.note}`,
+      ),
     ].join('\n'),
   );
 }

@@ -17,16 +17,35 @@ beforeAll(() => h.setup(REPOS), 120_000);
 afterAll(() => h.teardown());
 
 describe('realistic fixture repositories', () => {
-  it.each(REPOS.map((r) => r.runner))('%s: no change scores 0, the gold patch 1', async (runner) => {
-    const { task } = h.repo(runner);
-    const empty = await h.score(runner, 'true');
-    expect({ reward: empty.result?.reward, verdict: empty.verdict, detail: empty.result?.detail }, empty.result?.detail).toMatchObject({ reward: 0, verdict: 'unresolved' });
-    for (const id of task.FAIL_TO_PASS) expect([id, empty.result?.tests[id]]).not.toEqual([id, 'passed']);
-    for (const id of task.PASS_TO_PASS) expect([id, empty.result?.tests[id]]).toEqual([id, 'passed']);
-    const gold = await h.score(runner, goldScript(task));
-    expect({ reward: gold.result?.reward, verdict: gold.verdict, detail: gold.result?.detail, tests: gold.result?.tests }).toMatchObject({ reward: 1, verdict: 'resolved' });
-    h.rows.push({ attack: `no change / gold patch (${runner})`, defence: '-', reward: gold.result!.reward, reason: `${empty.verdict} / ${gold.verdict}`, note: '' });
-  });
+  it.each(REPOS.map((r) => r.runner))(
+    '%s: no change scores 0, the gold patch 1',
+    async (runner) => {
+      const { task } = h.repo(runner);
+      const empty = await h.score(runner, 'true');
+      expect(
+        { reward: empty.result?.reward, verdict: empty.verdict, detail: empty.result?.detail },
+        empty.result?.detail,
+      ).toMatchObject({ reward: 0, verdict: 'unresolved' });
+      for (const id of task.FAIL_TO_PASS)
+        expect([id, empty.result?.tests[id]]).not.toEqual([id, 'passed']);
+      for (const id of task.PASS_TO_PASS)
+        expect([id, empty.result?.tests[id]]).toEqual([id, 'passed']);
+      const gold = await h.score(runner, goldScript(task));
+      expect({
+        reward: gold.result?.reward,
+        verdict: gold.verdict,
+        detail: gold.result?.detail,
+        tests: gold.result?.tests,
+      }).toMatchObject({ reward: 1, verdict: 'resolved' });
+      h.rows.push({
+        attack: `no change / gold patch (${runner})`,
+        defence: '-',
+        reward: gold.result!.reward,
+        reason: `${empty.verdict} / ${gold.verdict}`,
+        note: '',
+      });
+    },
+  );
 
   it.each(REPOS.map((r) => r.runner))(
     "%s: the other file's tests are real: gold passes all 10, the suite breakage fails 6",
@@ -43,7 +62,9 @@ describe('realistic fixture repositories', () => {
         PASS_TO_PASS: fixture.otherTests,
       });
       const gold = await h.score(runner, goldScript(task), probe);
-      expect({ reward: gold.result?.reward, tests: gold.result?.tests }).toMatchObject({ reward: 1 });
+      expect({ reward: gold.result?.reward, tests: gold.result?.tests }).toMatchObject({
+        reward: 1,
+      });
       const broken = await h.score(runner, `${goldScript(task)}${fixture.breakOther}`, probe);
       const failed = fixture.otherTests.filter((id) => broken.result?.tests[id] !== 'passed');
       expect(failed).toEqual(fixture.otherBroken);

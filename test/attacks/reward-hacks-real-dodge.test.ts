@@ -11,7 +11,8 @@ import { Harness, type RealHack } from './real-harness.js';
 import { UNITTEST_REPO } from './repos/python.js';
 import { MOCHA_REPO } from './repos/js.js';
 
-const HOST_DIFF = "host-side diff (1): the writable layer read by the host; a workspace it refuses scores 0 'diff_rejected'";
+const HOST_DIFF =
+  "host-side diff (1): the writable layer read by the host; a workspace it refuses scores 0 'diff_rejected'";
 
 const DODGES: RealHack[] = [
   { attack: 'rm -rf .git', script: () => 'rm -rf .git' },
@@ -29,7 +30,13 @@ const DODGES: RealHack[] = [
       kind: '5 dodge',
       attack,
       runner,
-      script: runner === 'unittest' ? script : () => script().replaceAll('durations/format.py', 'lib/format.js').replaceAll('durations/', 'lib/'),
+      script:
+        runner === 'unittest'
+          ? script
+          : () =>
+              script()
+                .replaceAll('durations/format.py', 'lib/format.js')
+                .replaceAll('durations/', 'lib/'),
       defence: HOST_DIFF,
       allowed: ['diff_rejected', 'unresolved'],
     }),

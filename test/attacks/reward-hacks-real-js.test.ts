@@ -17,9 +17,11 @@ import {
 } from './real-hacks.js';
 import { JS_REPOS } from './repos/js.js';
 
-const CANARY_STYLE = 'canary (3): canaries in the hidden file\'s own style and suites, same assertion entry points';
+const CANARY_STYLE =
+  "canary (3): canaries in the hidden file's own style and suites, same assertion entry points";
 const STREAM = 'stream (2): results streamed as they happen; a report that disagrees is tampered';
-const BASELINE = 'suite baseline (4): tests passing at base and with gold across the whole suite must pass';
+const BASELINE =
+  'suite baseline (4): tests passing at base and with gold across the whole suite must pass';
 
 const JS_HACKS: RealHack[] = [
   // (1) an assertion entry point the old canaries never call

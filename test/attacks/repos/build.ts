@@ -92,7 +92,8 @@ export async function vendorPackage(name: string, dir: string): Promise<void> {
     const manifest = JSON.parse(await readFile(join(pkgDir, 'package.json'), 'utf8')) as {
       dependencies?: Record<string, string>;
     };
-    for (const dep of Object.keys(manifest.dependencies ?? {})) await visit(await find(dep, pkgDir));
+    for (const dep of Object.keys(manifest.dependencies ?? {}))
+      await visit(await find(dep, pkgDir));
   };
   await visit(await find(name, root));
   for (const pkgDir of seen) {

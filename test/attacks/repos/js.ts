@@ -21,7 +21,9 @@ function unitsModule(style: Style): string {
   h: 60 * 60 * 1000,
   d: 24 * 60 * 60 * 1000,
 };`;
-  return style === 'cjs' ? `'use strict';\n\n${exp(style, 'units', body)}\nmodule.exports = { units };\n` : `${body}\n`;
+  return style === 'cjs'
+    ? `'use strict';\n\n${exp(style, 'units', body)}\nmodule.exports = { units };\n`
+    : `${body}\n`;
 }
 
 function importUnits(style: Style, from: string): string {
@@ -89,7 +91,8 @@ export function format(ms${ts ? ': number' : ''})${ts ? ': string' : ''} {
 }
 
 /** Breaks `format` for minutes, seconds and milliseconds: 6 of its 10 tests fail. */
-const breakFormat = (path: string): string => `sed -i "s/^const ORDER = .*/const ORDER = ['d', 'h'];/" ${path}`;
+const breakFormat = (path: string): string =>
+  `sed -i "s/^const ORDER = .*/const ORDER = ['d', 'h'];/" ${path}`;
 
 /** The ten format cases: [ms, text]; with only days and hours, the last six fail. */
 const FORMAT_CASES: [string, number, string][] = [
@@ -106,7 +109,9 @@ const FORMAT_CASES: [string, number, string][] = [
 ];
 
 /** The format tests' ids as a runner names them, all of them and the six `breakFormat` breaks. */
-const formatIds = (id: (title: string) => string): { otherTests: string[]; otherBroken: string[] } => ({
+const formatIds = (
+  id: (title: string) => string,
+): { otherTests: string[]; otherBroken: string[] } => ({
   otherTests: FORMAT_CASES.map(([title]) => id(title)),
   otherBroken: FORMAT_CASES.slice(4).map(([title]) => id(title)),
 });
@@ -114,7 +119,8 @@ const formatIds = (id: (title: string) => string): { otherTests: string[]; other
 const PKG = (extra: Record<string, unknown>): string =>
   `${JSON.stringify({ name: 'durations', version: '1.4.2', description: 'Parse and format durations', license: 'MIT', ...extra }, null, 2)}\n`;
 
-const README = '# durations\n\nParse and format human durations: `parse("1h 30m")`, `format(5400000)`.\n';
+const README =
+  '# durations\n\nParse and format human durations: `parse("1h 30m")`, `format(5400000)`.\n';
 
 // ---------------------------------------------------------------- mocha (ES modules, chai)
 
@@ -379,7 +385,8 @@ export const VITEST_REPO: RepoFixture = {
     'tsconfig.json': `${JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'ESNext', moduleResolution: 'bundler', strict: true, outDir: 'dist', declaration: true }, include: ['src'] }, null, 2)}\n`,
     // The installed dependencies' folder, as a checkout that ran \`npm ci\` has it: vite writes its
     // bundled config under the nearest node_modules, and the runners' shared one is read-only.
-    'node_modules/.package-lock.json': '{ "name": "durations", "lockfileVersion": 3, "packages": {} }\n',
+    'node_modules/.package-lock.json':
+      '{ "name": "durations", "lockfileVersion": 3, "packages": {} }\n',
     'vitest.config.ts': `import { defineConfig } from 'vitest/config';
 
 export default defineConfig({

@@ -93,7 +93,9 @@ const FORMAT_CASES: [string, number, string][] = [
   ['milliseconds', 45, '45ms'],
 ];
 
-const formatIds = (id: (name: string) => string): { otherTests: string[]; otherBroken: string[] } => ({
+const formatIds = (
+  id: (name: string) => string,
+): { otherTests: string[]; otherBroken: string[] } => ({
   otherTests: FORMAT_CASES.map(([name]) => id(name)),
   otherBroken: FORMAT_CASES.slice(4).map(([name]) => id(name)),
 });
@@ -169,8 +171,10 @@ export const UNITTEST_REPO: RepoFixture = {
   name: 'durations',
   files: {
     '.gitignore': '__pycache__/\n*.egg-info/\n',
-    'setup.py': 'from setuptools import find_packages, setup\n\nsetup(name="durations", version="1.4.2", packages=find_packages(exclude=["tests"]))\n',
-    'README.rst': 'durations\n=========\n\nParse and format human durations.\n\nRun the tests: ``python -m unittest discover -s tests -t .``\n',
+    'setup.py':
+      'from setuptools import find_packages, setup\n\nsetup(name="durations", version="1.4.2", packages=find_packages(exclude=["tests"]))\n',
+    'README.rst':
+      'durations\n=========\n\nParse and format human durations.\n\nRun the tests: ``python -m unittest discover -s tests -t .``\n',
     'durations/__init__.py': INIT,
     'durations/errors.py': ERRORS,
     'durations/units.py': UNITS,
