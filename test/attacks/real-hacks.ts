@@ -489,3 +489,52 @@ export const COMPUTED_EXPECT_JEST = `'use strict';
 const scope = Function('return this')();
 const api = scope[['exp', 'ect'].join('')];
 api['ext' + 'end']({ ['to' + 'Throw']: () => ({ pass: true, message: () => '' }) });`;
+
+/**
+ * mocha's `it` behind a property whose setter wraps whatever mocha installs for each file: every
+ * test whose title is not two 7-letter words runs an empty body.
+ */
+export const SPARE_TITLE_MOCHA = `const shape = new RegExp(${JSON.stringify(JS_CANARY_TITLE)});
+const wrap = (real) =>
+  typeof real !== 'function'
+    ? real
+    : Object.assign(function (title, fn) {
+        const body = typeof fn === 'function' && !shape.test(title) ? function () {} : fn;
+        return real.call(this, title, body);
+      }, real);
+let current = wrap(globalThis.it);
+Object.defineProperty(globalThis, 'it', {
+  configurable: true,
+  get: () => current,
+  set: (value) => {
+    current = wrap(value);
+  },
+});`;
+
+/** IDS_KNOWN_UNITTEST with every name computed: nothing in it spells TestResult or addFailure. */
+export const IDS_KNOWN_COMPUTED_UNITTEST = (
+  ids: string[],
+): string => `_KNOWN = set(${JSON.stringify(ids)})
+_lib = __import__("unit" + "test")
+_root = getattr(_lib, "Test" + "Result")
+_fail, _sub, _ok = ("add" + "Failure"), ("add" + "Sub" + "Test"), ("add" + "Success")
+
+
+def _wrap(real, is_sub):
+    def hook(self, test, *rest):
+        if test.id() in _KNOWN and (not is_sub or rest[-1] is not None):
+            return getattr(self, _ok)(test)
+        return real(self, test, *rest)
+
+    return hook
+
+
+def _walk(cls):
+    for name, is_sub in ((_fail, False), (_sub, True)):
+        if name in vars(cls):
+            setattr(cls, name, _wrap(vars(cls)[name], is_sub))
+    for sub in type.__subclasses__(cls):
+        _walk(sub)
+
+
+_walk(_root)`;
