@@ -1,12 +1,9 @@
 /**
  * The honest baselines of the realistic fixture repositories (repos/): for each runner, no change
- * scores 0 and the gold patch scores 1, and the repository's own suite passes with the gold patch
- * (the test files the rows attack through are real tests that run).
+ * scores 0 (FAIL_TO_PASS failing, PASS_TO_PASS passing) and the gold patch scores 1.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TaskSchema } from '../../tasks/schema.js';
 import { goldScript, Harness } from './real-harness.js';
-import { diffOf } from './repos/build.js';
 import { JS_REPOS } from './repos/js.js';
 import { PY_REPOS } from './repos/python.js';
 
@@ -44,30 +41,6 @@ describe('realistic fixture repositories', () => {
         reason: `${empty.verdict} / ${gold.verdict}`,
         note: '',
       });
-    },
-  );
-
-  it.each(REPOS.map((r) => r.runner))(
-    "%s: the other file's tests are real: gold passes all 10, the suite breakage fails 6",
-    async (runner) => {
-      const { fixture, task } = h.repo(runner);
-      // The other test file made hidden too (a comment appended), so that every runner runs it.
-      const comment = fixture.otherFile.endsWith('.py') ? '# checked\n' : '// checked\n';
-      const touched = await diffOf(fixture.files, {
-        [fixture.otherFile]: `${fixture.files[fixture.otherFile]}${comment}`,
-      });
-      const probe = TaskSchema.parse({
-        ...task,
-        test_patch: `${task.test_patch}${touched}`,
-        PASS_TO_PASS: fixture.otherTests,
-      });
-      const gold = await h.score(runner, goldScript(task), probe);
-      expect({ reward: gold.result?.reward, tests: gold.result?.tests }).toMatchObject({
-        reward: 1,
-      });
-      const broken = await h.score(runner, `${goldScript(task)}${fixture.breakOther}`, probe);
-      const failed = fixture.otherTests.filter((id) => broken.result?.tests[id] !== 'passed');
-      expect(failed).toEqual(fixture.otherBroken);
     },
   );
 });
