@@ -4,7 +4,7 @@
  * way (real-harness.ts `score`): the agent's changes read with whatever `workspaceDiff` is
  * exported, then the reward. A thrown `WorkspaceDiffError` is what the activity reports as
  * `infra_error`: the row records it and fails. Every row must score 0, as `diff_rejected` (the
- * host-side diff of defence (1) refusing the workspace) or as an ordinary unresolved reward.
+ * host-side diff of defence (1) refusing the workspace) or as any other reward of 0.
  */
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { Harness, type RealHack } from './real-harness.js';
@@ -38,7 +38,8 @@ const DODGES: RealHack[] = [
                 .replaceAll('durations/format.py', 'lib/format.js')
                 .replaceAll('durations/', 'lib/'),
       defence: HOST_DIFF,
-      allowed: ['diff_rejected', 'unresolved'],
+      // Any 0 the reward gives; never the infrastructure failure.
+      allowed: ['diff_rejected', 'unresolved', 'patch_failed', 'tampered'],
     }),
   ),
 );
