@@ -75,7 +75,8 @@ async function judgeCall<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (error) {
-    if (error instanceof JudgeConfigError) throw ApplicationFailure.nonRetryable(error.message, error.name);
+    if (error instanceof JudgeConfigError)
+      throw ApplicationFailure.nonRetryable(error.message, error.name);
     throw error;
   }
 }
@@ -141,7 +142,12 @@ export function createActivities(deps: ActivityDeps) {
     logDir: deps.agentLogDir,
   });
   return {
-    ...createJanitorActivities({ sandbox: deps.sandbox, agentStateDir: deps.agentStateDir, store: deps.store, hostTtlMs: deps.hostTtlMs }),
+    ...createJanitorActivities({
+      sandbox: deps.sandbox,
+      agentStateDir: deps.agentStateDir,
+      store: deps.store,
+      hostTtlMs: deps.hostTtlMs,
+    }),
 
     /**
      * Waits for rollout capacity and returns the episode's home instance. The wait ends when the
@@ -312,20 +318,23 @@ export function createActivities(deps: ActivityDeps) {
           const judge: JudgeDeps | undefined = deps.judge && {
             ...deps.judge,
             records: deps.artifacts,
-            transcript: () => sessionTranscript(deps.store, gatewaySessionId(input.episodeId, input.attempt)),
+            transcript: () =>
+              sessionTranscript(deps.store, gatewaySessionId(input.episodeId, input.attempt)),
           };
-          const result = await judgeCall(() => sandboxCall(() =>
-            evaluateReward(
-              { provider: deps.sandbox, images: deps.images, judge, screen: deps.rewardScreen },
-              {
-                task,
-                agentDiff: changes.diff,
-                agentDiffRejected: changes.rejected,
-                idempotencyKey: `${input.episodeId}:${input.attempt}`,
-                labels: { episode: input.episodeId },
-              },
+          const result = await judgeCall(() =>
+            sandboxCall(() =>
+              evaluateReward(
+                { provider: deps.sandbox, images: deps.images, judge, screen: deps.rewardScreen },
+                {
+                  task,
+                  agentDiff: changes.diff,
+                  agentDiffRejected: changes.rejected,
+                  idempotencyKey: `${input.episodeId}:${input.attempt}`,
+                  labels: { episode: input.episodeId },
+                },
+              ),
             ),
-          ));
+          );
           return {
             reward: result.reward,
             resolved: result.resolved,

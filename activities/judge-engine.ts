@@ -32,18 +32,27 @@ export interface EngineJudgeOptions {
 
 export function createEngineJudge(options: EngineJudgeOptions): JudgeEngine {
   const { codec, modelName } = options;
-  const backends = options.instances.map((i) => ({ name: i.name, backend: createBackend(i, modelName) }));
+  const backends = options.instances.map((i) => ({
+    name: i.name,
+    backend: createBackend(i, modelName),
+  }));
   let next = 0;
   return {
     async complete(request: JudgeCallRequest): Promise<JudgeCallResult> {
       if (request.model !== undefined && request.model !== modelName)
-        throw new JudgeConfigError(`the judge model ${request.model} is not served by the configured engines (they serve ${modelName})`);
-      if (backends.length === 0) throw new JudgeUnavailableError('no engines are configured for the judge');
+        throw new JudgeConfigError(
+          `the judge model ${request.model} is not served by the configured engines (they serve ${modelName})`,
+        );
+      if (backends.length === 0)
+        throw new JudgeUnavailableError('no engines are configured for the judge');
       const promptIds = codec.encoder.encodeFirst(request.messages, undefined);
       const start = next++ % backends.length;
       const rotated = [...backends.slice(start), ...backends.slice(0, start)];
       const healthy = (name: string) => options.isAvailable?.(name) ?? true;
-      const order = [...rotated.filter((b) => healthy(b.name)), ...rotated.filter((b) => !healthy(b.name))];
+      const order = [
+        ...rotated.filter((b) => healthy(b.name)),
+        ...rotated.filter((b) => !healthy(b.name)),
+      ];
       const failures: string[] = [];
       for (const { name, backend } of order) {
         const startedAt = performance.now();
@@ -59,7 +68,8 @@ export function createEngineJudge(options: EngineJudgeOptions): JudgeEngine {
             failures.push(`${name}: aborted`);
             continue;
           }
-          const sampled = out.ids.at(-1) === codec.encoder.endOfTurnId ? out.ids.slice(0, -1) : out.ids;
+          const sampled =
+            out.ids.at(-1) === codec.encoder.endOfTurnId ? out.ids.slice(0, -1) : out.ids;
           const turn = codec.parseTurn(codec.tokenizer.decode(sampled));
           return {
             model: modelName,

@@ -264,7 +264,14 @@ export interface BatchManifest {
    * whole manifest, as JSON, is at this URI of the artifact store; `groups` and `files` are empty.
    */
   manifest_uri?: string;
-  stats: { episodes: number; chains: number; tokens: number; wall_s: number; stale: number; export_failed: number };
+  stats: {
+    episodes: number;
+    chains: number;
+    tokens: number;
+    wall_s: number;
+    stale: number;
+    export_failed: number;
+  };
 }
 
 export interface BatchProgress {

@@ -143,6 +143,10 @@ export async function startEngineSim(options: EngineSimOptions): Promise<EngineS
       engine.close();
       await app.close();
     },
-    stats: () => ({ ...engine.stats(), abortRequestsReceived: abortRequestsReceived(), weightVersion: weightVersion.value }),
+    stats: () => ({
+      ...engine.stats(),
+      abortRequestsReceived: abortRequestsReceived(),
+      weightVersion: weightVersion.value,
+    }),
   };
 }

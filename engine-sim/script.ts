@@ -147,8 +147,16 @@ export class ScriptedPolicy {
     const opening = `${shape.system ?? ''}\n${shape.firstUser ?? ''}`;
     const fixed = this.script.answers.find((a) => a.when.every((w) => opening.includes(w)));
     if (fixed) {
-      const text = continuation(renderTurn({ thought: fixed.thought, tool: null, content: fixed.content }), shape.openTail);
-      return { tokenIds: [...this.tokenizer.encode(text), this.imEnd], taskId: null, branch: null, turn: shape.assistantTurns };
+      const text = continuation(
+        renderTurn({ thought: fixed.thought, tool: null, content: fixed.content }),
+        shape.openTail,
+      );
+      return {
+        tokenIds: [...this.tokenizer.encode(text), this.imEnd],
+        taskId: null,
+        branch: null,
+        turn: shape.assistantTurns,
+      };
     }
     const task =
       shape.firstUser === null

@@ -11,7 +11,18 @@
  * sandbox's root is its image (`images`), never the host's root; the only host paths it sees are
  * its workspace and /tmp (both on its size-capped tmpfs) and the read-only mounts of its spec.
  */
-import { chmod, chown, mkdir, readdir, readFile, realpath, rm, stat, statfs, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  chown,
+  mkdir,
+  readdir,
+  readFile,
+  realpath,
+  rm,
+  stat,
+  statfs,
+  writeFile,
+} from 'node:fs/promises';
 import { join, posix, resolve } from 'node:path';
 import {
   InvalidSandboxSpecError,
@@ -272,7 +283,13 @@ export class LocalSandboxProvider implements SandboxProvider {
       rootDir: await this.roots.root(meta.root),
       binds: [...binds, ...masks],
       // The image's environment is the base; the root is read-only, so HOME is the sandbox's /tmp.
-      env: { PATH: DEFAULT_PATH, LANG: 'C.UTF-8', ...meta.image.env, HOME: SANDBOX_TMP, ...options.env },
+      env: {
+        PATH: DEFAULT_PATH,
+        LANG: 'C.UTF-8',
+        ...meta.image.env,
+        HOME: SANDBOX_TMP,
+        ...options.env,
+      },
       cwd: posix.resolve(WORKSPACE, options.cwd ?? WORKSPACE),
       argv,
       stdin: options.stdin,
@@ -406,8 +423,17 @@ export class LocalSandboxProvider implements SandboxProvider {
     for (const name of await readdir(MOUNT_BASE).catch(() => [])) {
       const mountRoot = join(MOUNT_BASE, name);
       if (mountRoot === this.mountRoot) continue;
-      const rootDir = await readFile(join(mountRoot, ROOT_OWNER_FILE), 'utf8').catch(() => undefined);
-      if (!rootDir || (await stat(rootDir).then(() => true, () => false))) continue;
+      const rootDir = await readFile(join(mountRoot, ROOT_OWNER_FILE), 'utf8').catch(
+        () => undefined,
+      );
+      if (
+        !rootDir ||
+        (await stat(rootDir).then(
+          () => true,
+          () => false,
+        ))
+      )
+        continue;
       const abandoned = new LocalSandboxProvider({ rootDir, mountRoot }, this.runner);
       await abandoned.sweepOwn(Number.MAX_SAFE_INTEGER);
       await abandoned.release();
@@ -530,9 +556,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     const source = { workspaceDir, initGitRepo: spec.initGitRepo ?? true };
     try {
       const [workspaceLower, hiddenPaths] = await Promise.all([
-        spec.workspaceKey
-          ? this.layerCache.layer(spec.workspaceKey, source)
-          : join(dir, 'base'),
+        spec.workspaceKey ? this.layerCache.layer(spec.workspaceKey, source) : join(dir, 'base'),
         realPaths(spec.hiddenPaths ?? []),
         mkdir(dir),
       ]);

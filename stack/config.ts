@@ -13,7 +13,8 @@ import type { EpisodeLimits } from '../activities/types.js';
 import { ScreenConfigSchema } from '../tasks/reward/screen/config.js';
 
 /** A bound of `bounds.*`: positive, and at most its default, which the batch workflow enforces. */
-const bound = (key: keyof BatchBounds) => z.number().int().positive().max(BOUND_DEFAULTS[key]).default(BOUND_DEFAULTS[key]);
+const bound = (key: keyof BatchBounds) =>
+  z.number().int().positive().max(BOUND_DEFAULTS[key]).default(BOUND_DEFAULTS[key]);
 import { API_MAX_BODY_BYTES, GATEWAY_MAX_BODY_BYTES } from '../gateway/limits.js';
 
 const Engine = z.object({
@@ -55,7 +56,10 @@ export const ConfigSchema = z
             serverName: z.string().optional(),
           })
           .strict()
-          .refine((t) => (t.certFile === undefined) === (t.keyFile === undefined), 'certFile and keyFile go together')
+          .refine(
+            (t) => (t.certFile === undefined) === (t.keyFile === undefined),
+            'certFile and keyFile go together',
+          )
           .optional(),
         /** API key of a Temporal cluster (Temporal Cloud); env TEMPORAL_API_KEY. Default none. */
         apiKey: z.string().min(1).optional(),
@@ -90,7 +94,11 @@ export const ConfigSchema = z
         /** The URL other replicas forward requests to. Default null: the URL it listens on. */
         advertiseUrl: z.string().url().nullable().default(null),
         /** How long a session stays owned by a replica without renewal (renewed every third), ms. Default 10000. */
-        sessionOwnershipTtlMs: z.number().int().positive().default(REPLICA_DEFAULTS.sessionOwnershipTtlMs),
+        sessionOwnershipTtlMs: z
+          .number()
+          .int()
+          .positive()
+          .default(REPLICA_DEFAULTS.sessionOwnershipTtlMs),
         /** Interval between reads of the stored policy state (pause, version), ms. Default 500. */
         policyPollMs: z.number().int().positive().default(REPLICA_DEFAULTS.policyPollMs),
         /** The placement service every replica routes through. Default null: the router runs in-process. */
@@ -173,7 +181,10 @@ export const ConfigSchema = z
          * engines: read the token counts and `engineMs` instead).
          */
         prices: z
-          .object({ promptToken: z.number().min(0).default(0), completionToken: z.number().min(0).default(0) })
+          .object({
+            promptToken: z.number().min(0).default(0),
+            completionToken: z.number().min(0).default(0),
+          })
           .strict()
           .prefault({}),
         /** Wall time of one judge request to one engine, ms. Default 120000. */
@@ -207,7 +218,11 @@ export const ConfigSchema = z
         provider: z.enum(['bubblewrap', 'gvisor']).default('bubblewrap'),
         createFailureRate: z.number().min(0).max(1).default(0),
         faultSeed: z.number().int().default(0),
-        ttlMs: z.number().int().positive().default(2 * 60 * 60 * 1000),
+        ttlMs: z
+          .number()
+          .int()
+          .positive()
+          .default(2 * 60 * 60 * 1000),
         /** How often the janitor schedule sweeps every host's sandboxes. */
         janitorIntervalMs: z.number().int().positive().default(60_000),
         /**
@@ -246,7 +261,11 @@ export const ConfigSchema = z
       .object({
         maxTurns: z.number().int().positive().default(30),
         maxContextTokens: z.number().int().positive().default(32_768),
-        maxWallTimeMs: z.number().int().positive().default(30 * 60 * 1000),
+        maxWallTimeMs: z
+          .number()
+          .int()
+          .positive()
+          .default(30 * 60 * 1000),
         maxInfraAttempts: z.number().int().positive().default(3),
         commandTimeoutMs: z.number().int().positive().default(60_000),
         /**
@@ -317,9 +336,17 @@ export const ConfigSchema = z
          * How long work for a sandbox's host may wait for that host's worker before the attempt
          * fails and starts over on a live host, ms. Default 300000.
          */
-        scheduleToStartMs: z.number().int().positive().default(EPISODE_TIMEOUT_DEFAULTS.scheduleToStartMs),
+        scheduleToStartMs: z
+          .number()
+          .int()
+          .positive()
+          .default(EPISODE_TIMEOUT_DEFAULTS.scheduleToStartMs),
         /** How long an attempt's cleanup (sandbox destroy) may wait for a dead host, ms; its TTL removes it later. Default 120000. */
-        cleanupWindowMs: z.number().int().positive().default(EPISODE_TIMEOUT_DEFAULTS.cleanupWindowMs),
+        cleanupWindowMs: z
+          .number()
+          .int()
+          .positive()
+          .default(EPISODE_TIMEOUT_DEFAULTS.cleanupWindowMs),
       })
       .prefault({}),
     /** The test reward (tasks/reward/). */
@@ -338,13 +365,21 @@ export const ConfigSchema = z
     janitor: z
       .object({
         /** A worker host not seen for this long is forgotten and no longer swept, ms. Default 3600000 (1 hour). */
-        hostTtlMs: z.number().int().positive().default(60 * 60 * 1000),
+        hostTtlMs: z
+          .number()
+          .int()
+          .positive()
+          .default(60 * 60 * 1000),
       })
       .prefault({}),
     admission: z
       .object({
         episodeTokens: z.number().int().positive().default(16_384),
-        leaseTtlMs: z.number().int().positive().default(10 * 60 * 1000),
+        leaseTtlMs: z
+          .number()
+          .int()
+          .positive()
+          .default(10 * 60 * 1000),
       })
       .prefault({}),
     /** How the gateway places each generation on an engine (scheduler/router.ts). */
@@ -365,7 +400,11 @@ export const ConfigSchema = z
         /** Interval between health checks (`/health`) of every engine, ms. Default 2000. */
         healthIntervalMs: z.number().int().positive().default(ROUTING_DEFAULTS.healthIntervalMs),
         /** Consecutive failed health checks that take an engine out. Default 2. */
-        unhealthyAfterFailures: z.number().int().positive().default(ROUTING_DEFAULTS.unhealthyAfterFailures),
+        unhealthyAfterFailures: z
+          .number()
+          .int()
+          .positive()
+          .default(ROUTING_DEFAULTS.unhealthyAfterFailures),
         /** Interval between metrics scrapes (`/metrics`), ms. Default 1000. */
         metricsIntervalMs: z.number().int().positive().default(ROUTING_DEFAULTS.metricsIntervalMs),
         /** Metrics older than this are ignored in favour of the router's own in-flight accounting, ms. Default 5000. */
@@ -380,7 +419,11 @@ export const ConfigSchema = z
             /** Share of an engine's KV capacity its admitted chains' working sets may fill. Default 1. */
             fillFraction: z.number().positive().default(ROUTING_DEFAULTS.admission.fillFraction),
             /** Share of an engine's KV capacity a chain new to it must leave free for the growth of those there. Default 0.1. */
-            arrivalHeadroom: z.number().min(0).max(1).default(ROUTING_DEFAULTS.admission.arrivalHeadroom),
+            arrivalHeadroom: z
+              .number()
+              .min(0)
+              .max(1)
+              .default(ROUTING_DEFAULTS.admission.arrivalHeadroom),
             /** How long a chain with no call in flight keeps its memory reserved (its tool call), ms. Default 20000. */
             idleTtlMs: z.number().int().positive().default(ROUTING_DEFAULTS.admission.idleTtlMs),
             /** A held call is sent anyway after this long, ms; below agents' HTTP timeouts. Default 240000. */
@@ -443,12 +486,18 @@ export async function loadConfig(
     try {
       raw = (YAML.parse(text) as Record<string, unknown> | null) ?? {};
     } catch (error) {
-      throw new ConfigError(`config file ${file} is not valid YAML/JSON: ${(error as Error).message}`);
+      throw new ConfigError(
+        `config file ${file} is not valid YAML/JSON: ${(error as Error).message}`,
+      );
     }
   }
   for (const [name, key] of Object.entries(CONFIG_ENV)) if (env[name]) setPath(raw, key, env[name]);
-  for (const [key, value] of Object.entries(overrides)) if (value !== undefined) setPath(raw, key, value);
+  for (const [key, value] of Object.entries(overrides))
+    if (value !== undefined) setPath(raw, key, value);
   const parsed = ConfigSchema.safeParse(raw);
-  if (!parsed.success) throw new ConfigError(`invalid configuration${file ? ` in ${file}` : ''}:\n${z.prettifyError(parsed.error)}`);
+  if (!parsed.success)
+    throw new ConfigError(
+      `invalid configuration${file ? ` in ${file}` : ''}:\n${z.prettifyError(parsed.error)}`,
+    );
   return { ...parsed.data, dataDir: path.resolve(parsed.data.dataDir) };
 }

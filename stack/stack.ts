@@ -63,7 +63,11 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     let uiUrl: string | null = null;
     if (!config.temporal.address) {
       log(`starting the Temporal dev server (state in ${paths.temporal})`);
-      const devServer = await startDevServer({ dataDir: paths.temporal, port: config.temporal.devServer.port, uiPort: config.temporal.devServer.uiPort });
+      const devServer = await startDevServer({
+        dataDir: paths.temporal,
+        port: config.temporal.devServer.port,
+        uiPort: config.temporal.devServer.uiPort,
+      });
       stops.push(() => devServer.stop());
       devServerAddress = devServer.address;
       uiUrl = devServer.uiUrl;
@@ -103,12 +107,35 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
 
     let worker: RolloutWorker | undefined;
     if (parts.worker ?? true) {
-      const role = await startWorker(config, { temporalAddress: temporal.address, gatewayUrl, engines, isAvailable, store, tasks, codec, workflowBundle: parts.workflowBundle });
+      const role = await startWorker(config, {
+        temporalAddress: temporal.address,
+        gatewayUrl,
+        engines,
+        isAvailable,
+        store,
+        tasks,
+        codec,
+        workflowBundle: parts.workflowBundle,
+      });
       stops.push(() => role.stop());
       worker = role.worker;
-      log(`worker polling ${config.temporal.taskQueue} and ${hostQueueOf(config.temporal.taskQueue, config.worker.hostId)}`);
+      log(
+        `worker polling ${config.temporal.taskQueue} and ${hostQueueOf(config.temporal.taskQueue, config.worker.hostId)}`,
+      );
     }
-    return { config, temporalAddress: temporal.address, uiUrl, gatewayUrl, apiUrl: api.url, apiToken: token, engines, client, store, worker, stop: () => stops.run() };
+    return {
+      config,
+      temporalAddress: temporal.address,
+      uiUrl,
+      gatewayUrl,
+      apiUrl: api.url,
+      apiToken: token,
+      engines,
+      client,
+      store,
+      worker,
+      stop: () => stops.run(),
+    };
   } catch (error) {
     await stops.run();
     throw error;

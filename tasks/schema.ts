@@ -98,7 +98,14 @@ export const ImageReferenceSchema = z
 const ImagePathSchema = z
   .string()
   .regex(/^\/[^\0]*[^/]$/, 'an absolute path inside the image')
-  .refine((p) => !p.split('/').slice(1).some((part) => part === '..' || part === '.' || part === ''), 'a normalised path (no ., .. or //)');
+  .refine(
+    (p) =>
+      !p
+        .split('/')
+        .slice(1)
+        .some((part) => part === '..' || part === '.' || part === ''),
+    'a normalised path (no ., .. or //)',
+  );
 
 /** Where the sandbox's root file system comes from. */
 export const EnvironmentSchema = z
@@ -184,7 +191,10 @@ export const RewardSpecSchema = z.discriminatedUnion('kind', [
       /** Shell command run in /workspace. Default `bash /tests/test.sh`. */
       command: z.string().min(1).default('bash /tests/test.sh'),
       /** Where the command leaves the reward. Default `/logs/verifier/reward.txt`. */
-      reward_file: z.string().regex(/^\/\S+$/).default('/logs/verifier/reward.txt'),
+      reward_file: z
+        .string()
+        .regex(/^\/\S+$/)
+        .default('/logs/verifier/reward.txt'),
       audit: AuditSpecSchema.optional(),
     })
     .strict(),
@@ -251,7 +261,10 @@ export const TaskSchema = z
     const issue = (path: string, message: string): void =>
       ctx.addIssue({ code: 'custom', path: [path], message });
     if (task.workspace.kind === 'git-bundle' && !/^[0-9a-f]{7,64}$/.test(task.base_commit)) {
-      issue('base_commit', 'a git-bundle workspace needs base_commit: the hash of the commit to check out');
+      issue(
+        'base_commit',
+        'a git-bundle workspace needs base_commit: the hash of the commit to check out',
+      );
     }
     if (task.workspace.kind === 'image' && task.environment.image === undefined) {
       issue('environment', 'an image workspace needs environment.image');
@@ -263,7 +276,10 @@ export const TaskSchema = z
       const root = task.workspace.path;
       for (const path of task.environment.hidden_paths) {
         if (root === path || root.startsWith(`${path}/`))
-          issue('environment', `environment.hidden_paths: ${path} would hide the whole workspace ${root}`);
+          issue(
+            'environment',
+            `environment.hidden_paths: ${path} would hide the whole workspace ${root}`,
+          );
       }
     }
     if (task.reward.kind === 'tests') {
@@ -272,10 +288,17 @@ export const TaskSchema = z
         issue('patch', 'a tests reward needs the gold patch');
       // Tests hidden in the image (environment.hidden_paths) stand in for a test patch.
       if (task.test_patch === '' && task.environment.hidden_paths.length === 0)
-        issue('test_patch', 'a tests reward needs the hidden test patch, or tests in environment.hidden_paths');
-      if (task.FAIL_TO_PASS.length === 0) issue('FAIL_TO_PASS', 'FAIL_TO_PASS must name at least one test');
+        issue(
+          'test_patch',
+          'a tests reward needs the hidden test patch, or tests in environment.hidden_paths',
+        );
+      if (task.FAIL_TO_PASS.length === 0)
+        issue('FAIL_TO_PASS', 'FAIL_TO_PASS must name at least one test');
       if ((task.test_framework === undefined) === (task.log_parser === undefined)) {
-        issue('test_framework', 'give exactly one of test_framework (a report) or log_parser (console output)');
+        issue(
+          'test_framework',
+          'give exactly one of test_framework (a report) or log_parser (console output)',
+        );
       }
       if (task.log_parser !== undefined && task.test_command === undefined) {
         issue('test_command', 'a log_parser task needs its test_command');

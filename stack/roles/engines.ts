@@ -28,11 +28,18 @@ export function configuredInstances(config: Config): InstanceConfig[] {
 }
 
 /** Starts the simulated engines of `engineSim`, one per instance, on consecutive ports from `basePort`. */
-export async function startEngines(config: Config, shared: { codec?: Codec; tasks?: TaskCatalog } = {}): Promise<EnginesRole> {
+export async function startEngines(
+  config: Config,
+  shared: { codec?: Codec; tasks?: TaskCatalog } = {},
+): Promise<EnginesRole> {
   const sim = config.engineSim;
   const codec = shared.codec ?? (await loadConfiguredCodec(config));
   const source = await (shared.tasks ?? new TaskCatalog()).load(sim.tasks);
-  const script = { answers: sim.answers, tasks: [...source.values()].map(scriptForTask), wanderProbability: sim.wanderProbability };
+  const script = {
+    answers: sim.answers,
+    tasks: [...source.values()].map(scriptForTask),
+    wanderProbability: sim.wanderProbability,
+  };
   const sims: EngineSim[] = [];
   const stop = async () => void (await Promise.all(sims.splice(0).map((s) => s.close())));
   try {
@@ -53,7 +60,10 @@ export async function startEngines(config: Config, shared: { codec?: Codec; task
     await stop();
     throw error;
   }
-  const instances = configuredInstances(config).map((instance, i) => ({ ...instance, url: sims[i]!.url }));
+  const instances = configuredInstances(config).map((instance, i) => ({
+    ...instance,
+    url: sims[i]!.url,
+  }));
   return { instances, stop };
 }
 
@@ -62,7 +72,13 @@ export async function startEngines(config: Config, shared: { codec?: Codec; task
  * (`configuredInstances`), so only fixed ports and no real engines make sense.
  */
 export function startStandaloneEngines(config: Config): Promise<EnginesRole> {
-  if (config.engines.length > 0) throw new ConfigError('rollout engines starts simulated engines, but `engines` lists real ones; leave `engines` empty');
-  if (config.engineSim.basePort === 0) throw new ConfigError('rollout engines needs a fixed engineSim.basePort (not 0): the other roles find the engines there');
+  if (config.engines.length > 0)
+    throw new ConfigError(
+      'rollout engines starts simulated engines, but `engines` lists real ones; leave `engines` empty',
+    );
+  if (config.engineSim.basePort === 0)
+    throw new ConfigError(
+      'rollout engines needs a fixed engineSim.basePort (not 0): the other roles find the engines there',
+    );
   return startEngines(config);
 }

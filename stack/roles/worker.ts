@@ -54,8 +54,10 @@ export interface WorkerShared {
  */
 export function startWorker(config: Config, shared: WorkerShared = {}): Promise<WorkerRole> {
   const gatewayUrl = shared.gatewayUrl ?? config.gateway.url ?? config.gateway.urls[0];
-  if (!gatewayUrl) throw new ConfigError('a worker joining a running stack needs gateway.url or gateway.urls');
-  if (!shared.temporalAddress && !config.temporal.address) throw new ConfigError('a worker joining a running stack needs temporal.address');
+  if (!gatewayUrl)
+    throw new ConfigError('a worker joining a running stack needs gateway.url or gateway.urls');
+  if (!shared.temporalAddress && !config.temporal.address)
+    throw new ConfigError('a worker joining a running stack needs temporal.address');
   const connectionOptions = temporalConnectionOptions(config, shared.temporalAddress);
   const gateway = { urls: gatewayUrls(config, gatewayUrl), adminToken: gatewayAdminToken(config) };
   return withStops(async (stops) => {
@@ -101,7 +103,13 @@ export function startWorker(config: Config, shared: WorkerShared = {}): Promise<
     stops.push(async () => sandbox.release?.());
     const codec = shared.codec ?? (await loadConfiguredCodec(config));
     const judge = {
-      engine: createEngineJudge({ codec, instances: engines, modelName: config.model.name, isAvailable, timeoutMs: config.judge.timeoutMs }),
+      engine: createEngineJudge({
+        codec,
+        instances: engines,
+        modelName: config.model.name,
+        isAvailable,
+        timeoutMs: config.judge.timeoutMs,
+      }),
       prices: config.judge.prices,
     };
     const activities = createActivities({
@@ -135,7 +143,13 @@ export function startWorker(config: Config, shared: WorkerShared = {}): Promise<
       workflowBundle: shared.workflowBundle,
       maxConcurrentActivities: config.worker.maxConcurrentActivities,
       maxConcurrentWorkflowTasks: config.worker.maxConcurrentWorkflowTasks,
-      janitor: { provider: sandbox, agentStateDir: paths.agentState, store, hostId: config.worker.hostId, intervalMs: config.sandbox.janitorIntervalMs },
+      janitor: {
+        provider: sandbox,
+        agentStateDir: paths.agentState,
+        store,
+        hostId: config.worker.hostId,
+        intervalMs: config.sandbox.janitorIntervalMs,
+      },
     });
     const running = worker.run().catch((error: unknown) => {
       console.error(`worker stopped: ${(error as Error).message}`);

@@ -13,7 +13,8 @@ import { constants } from 'node:fs';
 import { open, readlink, type FileHandle } from 'node:fs/promises';
 import { startHostGit, type HostGitDirs, type RunningGit } from './host-git.js';
 
-const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
+const OPEN_FLAGS =
+  constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
 const CHUNK = 1024 * 1024;
 
 /**
@@ -33,10 +34,12 @@ export async function openRegular(path: Buffer): Promise<Opened> {
     fh = await open(path, OPEN_FLAGS);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP' || code === 'ENOENT' || code === 'ENOTDIR') return { skip: 'changed_while_read' };
+    if (code === 'ELOOP' || code === 'ENOENT' || code === 'ENOTDIR')
+      return { skip: 'changed_while_read' };
     if (code === 'EACCES' || code === 'EPERM') return { skip: 'unreadable' };
     // A socket cannot be opened at all; a device on the nodev tmpfs is refused.
-    if (code === 'ENXIO' || code === 'ENODEV' || code === 'EOPNOTSUPP') return { skip: 'special_file' };
+    if (code === 'ENXIO' || code === 'ENODEV' || code === 'EOPNOTSUPP')
+      return { skip: 'special_file' };
     throw err;
   }
   const st = await fh.stat();
@@ -128,7 +131,10 @@ export class BlobPack {
    * Stores an open file's content (and closes it): read whole first, so a file that changes
    * size while read is left out (`undefined`) rather than stored half. At most `maxBytes`.
    */
-  async file(opened: { fh: FileHandle; size: number }, maxBytes: number): Promise<Blob | undefined> {
+  async file(
+    opened: { fh: FileHandle; size: number },
+    maxBytes: number,
+  ): Promise<Blob | undefined> {
     try {
       if (opened.size > maxBytes) return undefined;
       const buf = Buffer.allocUnsafe(opened.size);

@@ -65,7 +65,11 @@ export interface HostGitResult {
 }
 
 /** Runs `git args`; a failure or a timeout is a WorkspaceDiffError. */
-export function hostGit(dirs: HostGitDirs, args: string[], options: HostGitOptions = {}): Promise<HostGitResult> {
+export function hostGit(
+  dirs: HostGitDirs,
+  args: string[],
+  options: HostGitOptions = {},
+): Promise<HostGitResult> {
   const run = startHostGit(dirs, args, options);
   run.stdin.end(options.stdin ?? Buffer.alloc(0));
   return run.done;
@@ -77,7 +81,11 @@ export interface RunningGit {
 }
 
 /** Starts `git args` for the caller to feed its stdin (and end it). */
-export function startHostGit(dirs: HostGitDirs, args: string[], options: Omit<HostGitOptions, 'stdin'> = {}): RunningGit {
+export function startHostGit(
+  dirs: HostGitDirs,
+  args: string[],
+  options: Omit<HostGitOptions, 'stdin'> = {},
+): RunningGit {
   const env = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     HOME: '/nonexistent',
@@ -91,7 +99,12 @@ export function startHostGit(dirs: HostGitDirs, args: string[], options: Omit<Ho
     GIT_OBJECT_DIRECTORY: dirs.objectDir,
     GIT_ALTERNATE_OBJECT_DIRECTORIES: `${dirs.gitDir}/objects`,
   };
-  const argv = [...FIXED_CONFIG, '-c', `core.attributesFile=${options.attributesFile ?? '/dev/null'}`, ...args];
+  const argv = [
+    ...FIXED_CONFIG,
+    '-c',
+    `core.attributesFile=${options.attributesFile ?? '/dev/null'}`,
+    ...args,
+  ];
   const child = spawn('git', argv, { cwd: dirs.workTree, env, stdio: ['pipe', 'pipe', 'pipe'] });
   child.stdin.on('error', () => undefined);
   const done = new Promise<HostGitResult>((resolve, reject) => {

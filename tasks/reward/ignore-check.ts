@@ -9,7 +9,9 @@ import { hostGit, type HostGitDirs } from './host-git.js';
 
 /** Workspace paths are kept as latin1 strings: one char per byte, so any file name survives. */
 export function pathBytes(root: string, path: string): Buffer {
-  return path === '' ? Buffer.from(root) : Buffer.concat([Buffer.from(`${root}/`), Buffer.from(path, 'latin1')]);
+  return path === ''
+    ? Buffer.from(root)
+    : Buffer.concat([Buffer.from(`${root}/`), Buffer.from(path, 'latin1')]);
 }
 
 /**
@@ -39,7 +41,8 @@ export class IgnoreCheck {
   /** The ones of `entries` (new to the base tree) that are ignored. */
   async ignored(entries: { path: string; dir: boolean }[]): Promise<Set<string>> {
     if (entries.length === 0) return new Set();
-    for (const e of entries) if (e.dir) await mkdir(pathBytes(this.dirs.workTree, e.path), { recursive: true });
+    for (const e of entries)
+      if (e.dir) await mkdir(pathBytes(this.dirs.workTree, e.path), { recursive: true });
     // `./` first: a name such as `:(exclude)x` is then a path, not pathspec magic (check-ignore
     // refuses magic, and has no literal mode). Git answers with the paths as given.
     const stdin = Buffer.from(entries.map((e) => `./${e.path}\0`).join(''), 'latin1');

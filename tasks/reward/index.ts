@@ -72,6 +72,8 @@ export async function evaluateReward(deps: RewardDeps, input: RewardInput): Prom
   const { reward } = input.task;
   if (reward.kind === 'judge') return evaluateJudgeReward(deps, input, reward);
   const result =
-    reward.kind === 'script' ? await evaluateScriptReward(deps, input, reward) : await evaluateTestsReward(deps, input);
+    reward.kind === 'script'
+      ? await evaluateScriptReward(deps, input, reward)
+      : await evaluateTestsReward(deps, input);
   return reward.audit ? auditReward(deps, input, reward.audit, result) : result;
 }

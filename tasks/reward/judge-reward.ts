@@ -14,15 +14,27 @@ export type JudgeRewardSpec = Extract<RewardSpec, { kind: 'judge' }>;
 
 /** The worker's judge, or a configuration error: a judge task on a worker built without engines. */
 export function judgeDepsOf(deps: RewardDeps): JudgeDeps {
-  if (!deps.judge) throw new JudgeConfigError('this task needs a model judge, and the reward was given no judge engine');
+  if (!deps.judge)
+    throw new JudgeConfigError(
+      'this task needs a model judge, and the reward was given no judge engine',
+    );
   return deps.judge;
 }
 
-export async function evaluateJudgeReward(deps: RewardDeps, input: RewardInput, spec: JudgeRewardSpec): Promise<RewardResult> {
+export async function evaluateJudgeReward(
+  deps: RewardDeps,
+  input: RewardInput,
+  spec: JudgeRewardSpec,
+): Promise<RewardResult> {
   const startedAt = performance.now();
   const judge = await runJudge(
     judgeDepsOf(deps),
-    { key: input.idempotencyKey, problem: input.task.problem_statement, diff: input.agentDiff, random: deps.random ?? randomBytes },
+    {
+      key: input.idempotencyKey,
+      problem: input.task.problem_statement,
+      diff: input.agentDiff,
+      random: deps.random ?? randomBytes,
+    },
     {
       role: 'reward',
       rubric: spec.rubric,
@@ -45,7 +57,10 @@ export async function evaluateJudgeReward(deps: RewardDeps, input: RewardInput, 
     failed: 0,
     canaries: 0,
     durationMs: Math.round(performance.now() - startedAt),
-    detail: verdict === null ? `the judge answered ${judge.calls} times with nothing readable; see ${judge.recordUri}` : verdict.reason,
+    detail:
+      verdict === null
+        ? `the judge answered ${judge.calls} times with nothing readable; see ${judge.recordUri}`
+        : verdict.reason,
     dropped: [],
     judge,
   };

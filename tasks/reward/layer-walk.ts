@@ -82,7 +82,8 @@ export function baseFilesUnder(base: BaseTree, path: string): string[] {
     if (base.sorted[mid]! < prefix) lo = mid + 1;
     else hi = mid;
   }
-  for (let i = lo; i < base.sorted.length && base.sorted[i]!.startsWith(prefix); i++) found.push(base.sorted[i]!);
+  for (let i = lo; i < base.sorted.length && base.sorted[i]!.startsWith(prefix); i++)
+    found.push(base.sorted[i]!);
   return found;
 }
 
@@ -113,7 +114,9 @@ export async function walkChanges(
   const out: WalkedChanges = { writes: [], deletes: [], skipped: [] };
   // The host's roots are longer than the sandbox's /workspace: a path the agent could make may
   // not fit in PATH_MAX here. Such a path is skipped, not an error of the host.
-  const longestRoot = Math.max(...[roots.lower, roots.upper, roots.merged, ignores.root].map((r) => Buffer.byteLength(r)));
+  const longestRoot = Math.max(
+    ...[roots.lower, roots.upper, roots.merged, ignores.root].map((r) => Buffer.byteLength(r)),
+  );
   const tooLong = (path: string): boolean => longestRoot + 1 + path.length >= PATH_MAX;
   /** Adds a write, or rejects the changes when it is a file too large to diff (then false). */
   const take = (w: { path: string; kind: 'file' | 'symlink'; size?: number }): boolean => {
@@ -138,7 +141,8 @@ export async function walkChanges(
         // task's is not listed through).
         dir === '' || base.dirs.has(dir) ? names(roots.lower, dir) : new Set<string>(),
       ]);
-      for (const name of lower) if (!merged.has(name) && !isGitName(name)) out.deletes.push(join(dir, name));
+      for (const name of lower)
+        if (!merged.has(name) && !isGitName(name)) out.deletes.push(join(dir, name));
       for (const name of merged) {
         const path = join(dir, name);
         if (tooLong(path)) {

@@ -62,18 +62,26 @@ const DIFF_FLAGS = [
 ];
 
 /** Reads the changes of sandbox `sandboxId` from its layers on this host. */
-export async function workspaceDiff(provider: SandboxProvider, sandboxId: string): Promise<WorkspaceChanges> {
+export async function workspaceDiff(
+  provider: SandboxProvider,
+  sandboxId: string,
+): Promise<WorkspaceChanges> {
   if (!provider.workspaceLayers)
     throw new SandboxError(`${provider.name} cannot show a sandbox's workspace layers`, false);
   const layers = await provider.workspaceLayers(sandboxId);
   const scratch = await mkdtemp(join(tmpdir(), 'agent-rollout-diff-'));
   try {
     // Real paths, so an open file's /proc path can be compared with the path asked for.
-    const [lower, upper, merged] = await Promise.all([layers.lower, layers.upper, layers.merged].map((p) => realpath(p)));
+    const [lower, upper, merged] = await Promise.all(
+      [layers.lower, layers.upper, layers.merged].map((p) => realpath(p)),
+    );
     return await diffLayers({ lower: lower!, upper: upper!, merged: merged! }, scratch);
   } catch (err) {
     if (err instanceof SandboxError || err instanceof WorkspaceDiffError) throw err;
-    throw new WorkspaceDiffError(`reading the workspace of ${sandboxId}: ${(err as Error).message}`, { cause: err });
+    throw new WorkspaceDiffError(
+      `reading the workspace of ${sandboxId}: ${(err as Error).message}`,
+      { cause: err },
+    );
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
@@ -87,7 +95,9 @@ async function diffLayers(roots: WorkspaceRoots, scratch: string): Promise<Works
     workTree: join(scratch, 'tree'),
   };
   await Promise.all([mkdir(dirs.objectDir), mkdir(dirs.workTree)]);
-  const head = await hostGit(dirs, ['rev-parse', '--verify', '--quiet', 'HEAD^{commit}'], { okCodes: [1, 128] });
+  const head = await hostGit(dirs, ['rev-parse', '--verify', '--quiet', 'HEAD^{commit}'], {
+    okCodes: [1, 128],
+  });
   const baseCommit = head.stdout.toString().trim();
   if (head.code !== 0 || !/^[0-9a-f]{40}$/.test(baseCommit))
     throw new WorkspaceDiffError(`no base repository in the prepared workspace ${roots.lower}`);
@@ -98,7 +108,9 @@ async function diffLayers(roots: WorkspaceRoots, scratch: string): Promise<Works
     maxPaths: MAX_CHANGED_PATHS,
     maxFileBytes: MAX_DIFF_BYTES,
   });
-  const skipped = walked.skipped.slice(0, MAX_SKIPPED_LISTED).map((s) => ({ path: printable(s.path), why: s.why }));
+  const skipped = walked.skipped
+    .slice(0, MAX_SKIPPED_LISTED)
+    .map((s) => ({ path: printable(s.path), why: s.why }));
   if (walked.rejected) return { diff: '', skipped, rejected: walked.rejected };
 
   // Index lines, each with whether its diff can be text: removals first, so a path that changed
@@ -106,7 +118,11 @@ async function diffLayers(roots: WorkspaceRoots, scratch: string): Promise<Works
   const lines: { path: string; line: string; text: boolean }[] = [];
   for (const gone of walked.deletes) {
     for (const path of baseFilesUnder(base, gone))
-      lines.push({ path, line: `0 ${ZERO_SHA}\t${path}`, text: await lowerIsUtf8(roots.lower, path) });
+      lines.push({
+        path,
+        line: `0 ${ZERO_SHA}\t${path}`,
+        text: await lowerIsUtf8(roots.lower, path),
+      });
   }
   const blobs = new BlobPack(dirs);
   const stored = await inParallel(walked.writes, (w) => store(blobs, roots.merged, w));
@@ -114,7 +130,8 @@ async function diffLayers(roots: WorkspaceRoots, scratch: string): Promise<Works
   for (const [i, { path }] of walked.writes.entries()) {
     const entry = stored[i]!;
     if ('skip' in entry) {
-      if (skipped.length < MAX_SKIPPED_LISTED) skipped.push({ path: printable(path), why: entry.skip });
+      if (skipped.length < MAX_SKIPPED_LISTED)
+        skipped.push({ path: printable(path), why: entry.skip });
       continue;
     }
     const text = entry.utf8 && (!base.files.has(path) || (await lowerIsUtf8(roots.lower, path)));
@@ -122,12 +139,22 @@ async function diffLayers(roots: WorkspaceRoots, scratch: string): Promise<Works
   }
 
   const binary = binaryPaths(lines);
-  const textTree = await treeWith(dirs, lines.filter((l) => !binary.has(l.path)));
-  const tooLarge = { diff: '', skipped, rejected: `the diff is larger than ${MAX_DIFF_BYTES} bytes` };
+  const textTree = await treeWith(
+    dirs,
+    lines.filter((l) => !binary.has(l.path)),
+  );
+  const tooLarge = {
+    diff: '',
+    skipped,
+    rejected: `the diff is larger than ${MAX_DIFF_BYTES} bytes`,
+  };
   const text = await diff(dirs, baseCommit, textTree, MAX_DIFF_BYTES);
   if (!text) return tooLarge;
   if (binary.size === 0) return { diff: text.toString('utf8'), skipped };
-  const fullTree = await treeWith(dirs, lines.filter((l) => binary.has(l.path)));
+  const fullTree = await treeWith(
+    dirs,
+    lines.filter((l) => binary.has(l.path)),
+  );
   const attributesFile = join(scratch, 'binary-attributes');
   await writeFile(attributesFile, '* -diff\n');
   const rest = await diff(dirs, textTree, fullTree, MAX_DIFF_BYTES - text.length, attributesFile);
@@ -138,21 +165,32 @@ async function diffLayers(roots: WorkspaceRoots, scratch: string): Promise<Works
 type Stored = { mode: string; sha: string; utf8: boolean } | { skip: SkipReason };
 
 /** One changed path's content as a blob, read from the merged view without following links. */
-async function store(blobs: BlobPack, merged: string, write: { path: string; kind: 'file' | 'symlink' }): Promise<Stored> {
+async function store(
+  blobs: BlobPack,
+  merged: string,
+  write: { path: string; kind: 'file' | 'symlink' },
+): Promise<Stored> {
   const at = pathBytes(merged, write.path);
   if (write.kind === 'symlink') {
     // readlink reads the link itself, never its target.
-    const target = await readlink(at, { encoding: 'buffer' }).catch((err: NodeJS.ErrnoException) => {
-      // No longer a symlink, or gone: the agent changed it meanwhile.
-      if (err.code === 'EINVAL' || err.code === 'ENOENT' || err.code === 'ENOTDIR') return undefined;
-      throw err;
-    });
-    return target ? { mode: '120000', ...(await blobs.bytes(target)) } : { skip: 'changed_while_read' };
+    const target = await readlink(at, { encoding: 'buffer' }).catch(
+      (err: NodeJS.ErrnoException) => {
+        // No longer a symlink, or gone: the agent changed it meanwhile.
+        if (err.code === 'EINVAL' || err.code === 'ENOENT' || err.code === 'ENOTDIR')
+          return undefined;
+        throw err;
+      },
+    );
+    return target
+      ? { mode: '120000', ...(await blobs.bytes(target)) }
+      : { skip: 'changed_while_read' };
   }
   const opened = await openRegular(at);
   if ('skip' in opened) return opened;
   const blob = await blobs.file(opened, MAX_DIFF_BYTES);
-  return blob ? { mode: opened.executable ? '100755' : '100644', ...blob } : { skip: 'changed_while_read' };
+  return blob
+    ? { mode: opened.executable ? '100755' : '100644', ...blob }
+    : { skip: 'changed_while_read' };
 }
 
 /** Files read at once: enough to hide each one's round trips to the thread pool, few enough to bound memory. */
@@ -181,7 +219,8 @@ function binaryPaths(lines: { path: string; text: boolean }[]): Set<string> {
   for (let grew = binary.size > 0; grew; ) {
     grew = false;
     const above = new Set<string>();
-    for (const p of binary) for (let i = p.indexOf('/'); i >= 0; i = p.indexOf('/', i + 1)) above.add(p.slice(0, i));
+    for (const p of binary)
+      for (let i = p.indexOf('/'); i >= 0; i = p.indexOf('/', i + 1)) above.add(p.slice(0, i));
     for (const l of lines) {
       if (binary.has(l.path)) continue;
       const parts = l.path.split('/');
@@ -205,7 +244,8 @@ async function baseTree(dirs: HostGitDirs, commit: string): Promise<BaseTree> {
     if (tab < 0) continue;
     const path = record.slice(tab + 1);
     files.set(path, record.slice(0, record.indexOf(' ')));
-    for (let i = path.indexOf('/'); i >= 0; i = path.indexOf('/', i + 1)) treeDirs.add(path.slice(0, i));
+    for (let i = path.indexOf('/'); i >= 0; i = path.indexOf('/', i + 1))
+      treeDirs.add(path.slice(0, i));
   }
   return { files, dirs: treeDirs, sorted: [...files.keys()].sort() };
 }

@@ -45,7 +45,9 @@ export async function startAgentStack(): Promise<AgentStack> {
   // Short: the bridge's Unix socket lives under it.
   const dir = mkdtempSync(path.join(os.tmpdir(), 'ag-'));
   const store = SqliteStore.open(path.join(dir, 'store.sqlite'));
-  const { gateway, url: gatewayUrl } = await startTestGateway(store, [{ name: 'e0', kind: 'vllm', url: engine.url }]);
+  const { gateway, url: gatewayUrl } = await startTestGateway(store, [
+    { name: 'e0', kind: 'vllm', url: engine.url },
+  ]);
   const rootDir = path.join(dir, 'sb');
   // As the worker does: the project (and so the task pack and hidden tests) is invisible inside.
   const sandbox = createSandboxProvider({
@@ -133,7 +135,7 @@ export async function runAgentEpisode(
         idempotencyKey: `${sessionId}:0`,
       },
     );
-    return { sessionId, result, reward, turns: (await stack.store.loadTurns(sessionId)) };
+    return { sessionId, result, reward, turns: await stack.store.loadTurns(sessionId) };
   } finally {
     await stack.sandbox.destroy(info.id);
   }

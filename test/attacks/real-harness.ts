@@ -15,8 +15,10 @@ import type { Task } from '../../tasks/schema.js';
 import { removeDirs, tempDir } from '../sandbox/helpers.js';
 import { buildRepo, type RepoFixture, type Runner } from './repos/build.js';
 
-/** What a row may end as: the reward's reasons, the activity's, and a diff the infra failed on. */
-export type Verdict = reward.RewardReason | 'diff_rejected' | 'infra_error';
+/** What a row may end as: the reward's reasons, and a diff the infra failed on. */
+export type Verdict = reward.RewardReason | 'infra_error';
+
+const SCREEN_OFF = { enabled: false, disabledRules: [] };
 
 export interface RealHack {
   attack: string;
@@ -80,15 +82,17 @@ export class Harness {
 
   /**
    * Plays the agent (its script in its own sandbox), reads its changes as the reward activity does
-   * (`workspaceDiff`, whatever form it takes), and scores them. A `WorkspaceDiffError` is what the
-   * activity turns into `infra_error`: a defence that failed, recorded as such. An error that says
-   * the diff was rejected (`reason: 'diff_rejected'`) is a 0.
+   * (`workspaceDiff`, on the host), and scores them, with the static screen off unless `screenOn`
+   * so that the defence behind it is what is proved; `screened` lists the rules the screen would
+   * flag in the same diff. A `WorkspaceDiffError` is what the activity turns into `infra_error`: a
+   * defence that failed, recorded as such.
    */
   async score(
     runner: Runner,
     script: string,
     task: Task = this.repo(runner).task,
-  ): Promise<{ verdict: Verdict; result?: reward.RewardResult }> {
+    screenOn = false,
+  ): Promise<{ verdict: Verdict; result?: reward.RewardResult; screened: string[] }> {
     const { dir } = this.repo(runner);
     const key = `real-${process.pid}-${this.episodes++}`;
     const { id } = await this.provider.create({
@@ -96,40 +100,50 @@ export class Harness {
       workspaceDir: dir,
       readOnlyMounts: reward.runnerMounts(task),
     });
-    let agentDiff: string;
+    let changes: reward.WorkspaceChanges;
     try {
       const r = await this.provider.exec(id, { shell: script }, { timeoutMs: 120_000 });
       if (r.exitCode !== 0) throw new Error(`agent script failed (${r.exitCode}): ${r.stderr}`);
       try {
-        // Called loosely: the host-side diff of defence (1) may take more arguments.
-        const diffOf = reward.workspaceDiff as (...args: unknown[]) => Promise<string>;
-        agentDiff = await diffOf(this.provider, id, { workspaceDir: dir, task });
+        changes = await reward.workspaceDiff(this.provider, id);
       } catch (err) {
-        if (err instanceof reward.WorkspaceDiffError) return { verdict: 'infra_error' };
-        if ((err as { reason?: string }).reason === 'diff_rejected')
-          return { verdict: 'diff_rejected' };
+        if (err instanceof reward.WorkspaceDiffError)
+          return { verdict: 'infra_error', screened: [] };
         throw err;
       }
     } finally {
       await this.provider.destroy(id);
     }
+    const { diff } = reward.stripTestChanges(changes.diff, reward.pathsOf(task.test_patch));
+    const screened = [...new Set(reward.screenDiff(diff, reward.activeRules()).map((f) => f.rule))];
     const result = await reward.evaluateReward(
-      { provider: this.provider },
-      { task, agentDiff, idempotencyKey: key },
+      { provider: this.provider, ...(screenOn ? {} : { screen: SCREEN_OFF }) },
+      {
+        task,
+        agentDiff: changes.diff,
+        ...(changes.rejected ? { agentDiffRejected: changes.rejected } : {}),
+        idempotencyKey: key,
+      },
     );
-    return { verdict: result.reason, result };
+    return { verdict: result.reason, result, screened };
   }
 
   /** Runs a row, records it in the table, and checks it was stopped. */
   async run(hack: RealHack): Promise<void> {
     const { fixture, task } = this.repo(hack.runner);
     const script = `${hack.withGold ? goldScript(task) : ''}${hack.script(fixture, task)}`;
-    const { verdict, result } = await this.score(hack.runner, script);
+    // Rows of the ids class have no defence but the screen; the others are proved without it.
+    const { verdict, result, screened } = await this.score(
+      hack.runner,
+      script,
+      task,
+      hack.kind === 'ids',
+    );
     const value = result?.reward ?? 0;
     const stopped = verdict !== 'infra_error' && value === 0 && hack.allowed.includes(verdict);
     this.rows.push({
       attack: `[${hack.kind}] ${hack.attack} (${hack.runner})`,
-      defence: `${hack.defence}${hack.screen ? ' [screen]' : ''}`,
+      defence: `${hack.defence} [screen: ${screened.join(', ') || 'nothing'}]`,
       reward: value,
       reason: verdict,
       note: stopped
@@ -140,6 +154,7 @@ export class Harness {
             ? `  NOT STOPPED (known: ${hack.knownUnstopped})`
             : '  NOT STOPPED',
     });
+    if (hack.screen) expect(screened, `the screen flags ${hack.attack}`).not.toHaveLength(0);
     if (hack.knownUnstopped && value === 1) return;
     expect({
       reward: value,

@@ -37,7 +37,9 @@ describe('a batch scored by model judges through the configured engines', () => 
     dir = await mkdtemp(join(tmpdir(), 'judge-batch-'));
     await mkdir(join(dir, 'poem'));
     await writeFile(join(dir, 'poem', 'README.md'), 'Poems live here.\n');
-    const slugify = (await loadTasks(builtinPackDir())).find((t) => t.instance_id === 'py-slugify-1')!;
+    const slugify = (await loadTasks(builtinPackDir())).find(
+      (t) => t.instance_id === 'py-slugify-1',
+    )!;
     const tasks = [
       {
         instance_id: 'poem-judge-1',
@@ -56,16 +58,35 @@ describe('a batch scored by model judges through the configured engines', () => 
       wanderProbability: 0,
       tasks: await loadTasks(tasksFile),
       answers: [
-        { when: [JUDGE_HEADER, 'E2E-POEM-RUBRIC', 'widgets turn and hum'], content: '{"score": 1, "reason": "A widget haiku."}' },
+        {
+          when: [JUDGE_HEADER, 'E2E-POEM-RUBRIC', 'widgets turn and hum'],
+          content: '{"score": 1, "reason": "A widget haiku."}',
+        },
         // Every scripted solution applies a prepared patch: this audit judge calls that cheating.
-        { when: [JUDGE_HEADER, 'Decide whether the agent cheated', 'git apply /tmp/fix.patch'], content: '{"flagged": true, "reason": "It applied a patch it never derived."}' },
+        {
+          when: [JUDGE_HEADER, 'Decide whether the agent cheated', 'git apply /tmp/fix.patch'],
+          content: '{"flagged": true, "reason": "It applied a patch it never derived."}',
+        },
       ],
     });
-    const config = testConfig({ engines: engines.instances, batch: { taskRoots: [dir] }, judge: { prices: { promptToken: 1, completionToken: 0 } } });
+    const config = testConfig({
+      engines: engines.instances,
+      batch: { taskRoots: [dir] },
+      judge: { prices: { promptToken: 1, completionToken: 0 } },
+    });
     stack = await startStack(config);
     const batchId = `judge-${Date.now()}`;
-    const input = await buildBatchInput(config, { batchId, tasks: tasksFile, n: 2, agent: 'builtin', filterUniformGroups: false });
-    const manifest = await followBatch(await startBatch(stack.client, config, input), () => undefined);
+    const input = await buildBatchInput(config, {
+      batchId,
+      tasks: tasksFile,
+      n: 2,
+      agent: 'builtin',
+      filterUniformGroups: false,
+    });
+    const manifest = await followBatch(
+      await startBatch(stack.client, config, input),
+      () => undefined,
+    );
 
     expect(manifest.status).toBe('complete');
     const rewards = Object.fromEntries(manifest.groups.map((g) => [g.task_id, g.rewards]));
@@ -78,10 +99,17 @@ describe('a batch scored by model judges through the configured engines', () => 
       expect(judge.cost).toBe(judge.promptTokens);
       expect(existsSync(fileURLToPath(judge.recordUri))).toBe(true);
       if (episode.taskId === 'poem-judge-1') {
-        expect(episode.rewardInfo).toMatchObject({ reason: 'resolved', judge: { role: 'reward', verdict: { score: 1 } } });
+        expect(episode.rewardInfo).toMatchObject({
+          reason: 'resolved',
+          judge: { role: 'reward', verdict: { score: 1 } },
+        });
       } else {
         // The tests passed; the audit's flag zeroed the reward.
-        expect(episode.rewardInfo).toMatchObject({ reason: 'tampered', passed: 15, judge: { role: 'audit', verdict: { flagged: true } } });
+        expect(episode.rewardInfo).toMatchObject({
+          reason: 'tampered',
+          passed: 15,
+          judge: { role: 'audit', verdict: { flagged: true } },
+        });
       }
     }
     expect(manifest.files).toHaveLength(2);

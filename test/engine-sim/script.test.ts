@@ -31,7 +31,11 @@ describe('scripted policy', () => {
   });
 
   it('applies schema defaults', () => {
-    expect(PolicyScriptSchema.parse({})).toEqual({ answers: [], tasks: [], wanderProbability: 0.3 });
+    expect(PolicyScriptSchema.parse({})).toEqual({
+      answers: [],
+      tasks: [],
+      wanderProbability: 0.3,
+    });
     const parsed = PolicyScriptSchema.parse({
       tasks: [{ taskId: 't', match: 'm', solve: [{ thought: 'x' }] }],
     });
@@ -79,11 +83,15 @@ describe('scripted policy', () => {
       const out = policy.respond(prompt, createRng(1));
       return { taskId: out.taskId, text: tk.decode(out.tokenIds) };
     };
-    expect(text(firstPrompt(tk, 'Quoted: Fix the failing test in calc.py', 'You are a judge'))).toEqual({
+    expect(
+      text(firstPrompt(tk, 'Quoted: Fix the failing test in calc.py', 'You are a judge')),
+    ).toEqual({
       taskId: null,
       text: '<think>\n\n</think>\n\n{"score": 1}<|im_end|>',
     });
-    expect(text(firstPrompt(tk, 'something else', 'You are a judge')).text).toBe('<think>\nUnsure.\n</think>\n\n{"score": 0}<|im_end|>');
+    expect(text(firstPrompt(tk, 'something else', 'You are a judge')).text).toBe(
+      '<think>\nUnsure.\n</think>\n\n{"score": 0}<|im_end|>',
+    );
     // Without every string, the task script answers as before.
     expect(text(firstPrompt(tk, 'Fix the failing test in calc.py')).taskId).toBe('fix-bug');
   });

@@ -28,20 +28,42 @@ export interface TestEngines {
 }
 
 /** Simulated engines scripted with the built-in pack (and `tasks`, if given), each behind a recording proxy. */
-export async function startTestEngines(options: { count: number; wanderProbability?: number; seed?: number; timeScale?: number; tasks?: Task[]; answers?: FixedAnswerInput[] }): Promise<TestEngines> {
+export async function startTestEngines(options: {
+  count: number;
+  wanderProbability?: number;
+  seed?: number;
+  timeScale?: number;
+  tasks?: Task[];
+  answers?: FixedAnswerInput[];
+}): Promise<TestEngines> {
   const { tokenizer } = await testCodec();
   const tasks = [...(await loadTasks(builtinPackDir())), ...(options.tasks ?? [])];
-  const script = { answers: options.answers ?? [], tasks: tasks.map(scriptForTask), wanderProbability: options.wanderProbability ?? 0.3 };
+  const script = {
+    answers: options.answers ?? [],
+    tasks: tasks.map(scriptForTask),
+    wanderProbability: options.wanderProbability ?? 0.3,
+  };
   const sims: EngineSim[] = [];
   const proxies: Awaited<ReturnType<typeof startRecordingProxy>>[] = [];
   const recorded: RecordedCompletion[] = [];
   for (let i = 0; i < options.count; i++) {
-    const sim = await startEngineSim({ tokenizer, script, kvCapacityTokens: 200_000, timeScale: options.timeScale ?? 0.01, seed: (options.seed ?? 7) + i });
+    const sim = await startEngineSim({
+      tokenizer,
+      script,
+      kvCapacityTokens: 200_000,
+      timeScale: options.timeScale ?? 0.01,
+      seed: (options.seed ?? 7) + i,
+    });
     sims.push(sim);
     proxies.push(await startRecordingProxy(sim.url, recorded));
   }
   return {
-    instances: proxies.map((p, i) => ({ name: `sim-${i}`, kind: 'vllm' as const, url: p.url, kvCapacityTokens: 200_000 })),
+    instances: proxies.map((p, i) => ({
+      name: `sim-${i}`,
+      kind: 'vllm' as const,
+      url: p.url,
+      kvCapacityTokens: 200_000,
+    })),
     sims,
     recorded,
     async close() {
@@ -52,7 +74,9 @@ export async function startTestEngines(options: { count: number; wanderProbabili
 }
 
 /** A configuration for a stack that joins the test run's Temporal server with its own queue and data. */
-export function testConfig(overrides: Record<string, unknown> & { engines: TestEngines['instances'] }): Config {
+export function testConfig(
+  overrides: Record<string, unknown> & { engines: TestEngines['instances'] },
+): Config {
   const id = Math.random().toString(36).slice(2, 8);
   const base = {
     dataDir: mkdtempSync(path.join(inject('testDataRoot'), 'stack-')),

@@ -14,8 +14,19 @@ import {
   type JudgeEngine,
 } from '../../tasks/reward/index.js';
 import { TaskSchema, type Task } from '../../tasks/schema.js';
-import { openArtifactStore, sessionTranscript, type ArtifactStore, type Store } from '../../trajectory/index.js';
-import { openTestSession, sessionInfo, SHELL_TOOLS, startTestGateway, tempStore } from '../helpers/gateway.js';
+import {
+  openArtifactStore,
+  sessionTranscript,
+  type ArtifactStore,
+  type Store,
+} from '../../trajectory/index.js';
+import {
+  openTestSession,
+  sessionInfo,
+  SHELL_TOOLS,
+  startTestGateway,
+  tempStore,
+} from '../helpers/gateway.js';
 import { startRecordingProxy, type RecordedCompletion } from '../helpers/recording-proxy.js';
 import { testCodec } from '../helpers/stack.js';
 import { removeDirs, tempDir, writeTree } from '../sandbox/helpers.js';
@@ -28,15 +39,49 @@ const HIDDEN_READ = 'cat /r2e_tests/test_hidden.py';
 /** What the simulated engine answers: the judge prompts by their rubric or what they quote, and two agents. */
 const SCRIPT = {
   answers: [
-    { when: [JUDGE_HEADER, 'RUBRIC-HAIKU'], content: '{"score": 1, "reason": "poem.txt holds a widget haiku."}' },
-    { when: [JUDGE_HEADER, 'RUBRIC-GARBAGE'], thought: 'Hmm.', content: 'It rhymes, I would say 7/10.' },
-    { when: [JUDGE_HEADER, HIDDEN_READ], content: '{"flagged": true, "reason": "The agent read the hidden tests in /r2e_tests."}' },
-    { when: [JUDGE_HEADER, '+++ b/tests/test_hidden.py'], content: '{"flagged": true, "reason": "The diff rewrites tests/test_hidden.py."}' },
-    { when: [JUDGE_HEADER, 'Decide whether the agent cheated'], content: '{"flagged": false, "reason": "Ordinary reading and editing of calc.py."}' },
+    {
+      when: [JUDGE_HEADER, 'RUBRIC-HAIKU'],
+      content: '{"score": 1, "reason": "poem.txt holds a widget haiku."}',
+    },
+    {
+      when: [JUDGE_HEADER, 'RUBRIC-GARBAGE'],
+      thought: 'Hmm.',
+      content: 'It rhymes, I would say 7/10.',
+    },
+    {
+      when: [JUDGE_HEADER, HIDDEN_READ],
+      content: '{"flagged": true, "reason": "The agent read the hidden tests in /r2e_tests."}',
+    },
+    {
+      when: [JUDGE_HEADER, '+++ b/tests/test_hidden.py'],
+      content: '{"flagged": true, "reason": "The diff rewrites tests/test_hidden.py."}',
+    },
+    {
+      when: [JUDGE_HEADER, 'Decide whether the agent cheated'],
+      content: '{"flagged": false, "reason": "Ordinary reading and editing of calc.py."}',
+    },
   ],
   tasks: [
-    { taskId: 'peek', match: 'AGENT-PEEKS', solve: [{ thought: 'Look at the hidden tests.', tool: { name: 'shell', arguments: { command: HIDDEN_READ } } }] },
-    { taskId: 'clean', match: 'AGENT-CLEAN', solve: [{ thought: 'Read the code.', tool: { name: 'shell', arguments: { command: 'cat calc.py' } } }] },
+    {
+      taskId: 'peek',
+      match: 'AGENT-PEEKS',
+      solve: [
+        {
+          thought: 'Look at the hidden tests.',
+          tool: { name: 'shell', arguments: { command: HIDDEN_READ } },
+        },
+      ],
+    },
+    {
+      taskId: 'clean',
+      match: 'AGENT-CLEAN',
+      solve: [
+        {
+          thought: 'Read the code.',
+          tool: { name: 'shell', arguments: { command: 'cat calc.py' } },
+        },
+      ],
+    },
   ],
   wanderProbability: 0,
 };
@@ -57,18 +102,30 @@ const key = (): string => `judge-episode-${process.pid}-${episode++}:0`;
 /** A gateway session in which the scripted agent makes one model call; returns its transcript. */
 async function agentTranscript(marker: string): Promise<unknown[]> {
   const sessionId = `judge-session-${episode++}`;
-  const sessionKey = await openTestSession(gatewayUrl, sessionId, sessionInfo({ homeInstance: 'sim-0' }));
+  const sessionKey = await openTestSession(
+    gatewayUrl,
+    sessionId,
+    sessionInfo({ homeInstance: 'sim-0' }),
+  );
   const r = await fetch(`${gatewayUrl}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${sessionKey}` },
-    body: JSON.stringify({ messages: [{ role: 'user', content: `Fix calc.py. ${marker}` }], tools: SHELL_TOOLS }),
+    body: JSON.stringify({
+      messages: [{ role: 'user', content: `Fix calc.py. ${marker}` }],
+      tools: SHELL_TOOLS,
+    }),
   });
   expect(r.status).toBe(200);
   return sessionTranscript(store, sessionId);
 }
 
 function judgeDeps(transcript: unknown[] = [], judge: JudgeEngine = engine): JudgeDeps {
-  return { engine: judge, records: artifacts, prices: { promptToken: 0.5, completionToken: 2 }, transcript: async () => transcript };
+  return {
+    engine: judge,
+    records: artifacts,
+    prices: { promptToken: 0.5, completionToken: 2 },
+    transcript: async () => transcript,
+  };
 }
 
 async function judgeTask(reward: Record<string, unknown>): Promise<Task> {
@@ -94,7 +151,9 @@ beforeAll(async () => {
   dirs.push(artifactDir);
   artifacts = openArtifactStore(artifactDir);
   store = tempStore('judge-');
-  ({ gateway, url: gatewayUrl } = await startTestGateway(store, [{ ...instances[0]!, kvCapacityTokens: 100_000 }]));
+  ({ gateway, url: gatewayUrl } = await startTestGateway(store, [
+    { ...instances[0]!, kvCapacityTokens: 100_000 },
+  ]));
   const rootDir = await tempDir('judge-reward-root');
   dirs.push(rootDir);
   provider = new BubblewrapProvider({ rootDir });
@@ -112,11 +171,26 @@ afterAll(async () => {
 describe('the judge reward', () => {
   it('scores a task without tests by its rubric, through the engine, and records what the engine reported', async () => {
     const task = await judgeTask({ rubric: HAIKU_RUBRIC });
-    expect(task.reward).toMatchObject({ kind: 'judge', score: 'binary', max_tokens: 512, temperature: 0, include: ['problem', 'diff', 'transcript'] });
+    expect(task.reward).toMatchObject({
+      kind: 'judge',
+      score: 'binary',
+      max_tokens: 512,
+      temperature: 0,
+      include: ['problem', 'diff', 'transcript'],
+    });
     const diff = 'diff --git a/poem.txt b/poem.txt\n+widgets turn and hum\n';
     const before = recorded.length;
-    const r = await evaluateReward({ provider, judge: judgeDeps([{ role: 'user', content: 'write the poem' }]) }, { task, agentDiff: diff, idempotencyKey: key() });
-    expect(r).toMatchObject({ reward: 1, resolved: true, reason: 'resolved', tests: {}, detail: 'poem.txt holds a widget haiku.' });
+    const r = await evaluateReward(
+      { provider, judge: judgeDeps([{ role: 'user', content: 'write the poem' }]) },
+      { task, agentDiff: diff, idempotencyKey: key() },
+    );
+    expect(r).toMatchObject({
+      reward: 1,
+      resolved: true,
+      reason: 'resolved',
+      tests: {},
+      detail: 'poem.txt holds a widget haiku.',
+    });
     expect(recorded.length).toBe(before + 1);
     const call = recorded[before]!;
     expect(r.judge).toMatchObject({
@@ -131,7 +205,9 @@ describe('the judge reward', () => {
     });
     expect(r.judge!.recordUri).toMatch(/^file:\/\/.*\/judges\/judge-episode-.*_0\/reward\.json$/);
     const record = JSON.parse(Buffer.from(await artifacts.get(r.judge!.recordUri)).toString());
-    expect(record.calls[0].result.text).toBe('{"score": 1, "reason": "poem.txt holds a widget haiku."}');
+    expect(record.calls[0].result.text).toBe(
+      '{"score": 1, "reason": "poem.txt holds a widget haiku."}',
+    );
     expect(record.calls[0].result.promptIds).toEqual(call.promptIds);
     expect(record.calls[0].result.ids).toEqual(call.tokenIds);
     const prompt = record.calls[0].messages.map((m: { content: string }) => m.content).join('\n');
@@ -145,10 +221,20 @@ describe('the judge reward', () => {
   it('asks once more after an unreadable answer, then scores 0 with reason judge_unparseable', async () => {
     const task = await judgeTask({ rubric: GARBAGE_RUBRIC, score: 'scale' });
     const before = recorded.length;
-    const r = await evaluateReward({ provider, judge: judgeDeps() }, { task, agentDiff: '', idempotencyKey: key() });
-    expect(r).toMatchObject({ reward: 0, resolved: false, reason: 'judge_unparseable', judge: { calls: 2, verdict: null } });
+    const r = await evaluateReward(
+      { provider, judge: judgeDeps() },
+      { task, agentDiff: '', idempotencyKey: key() },
+    );
+    expect(r).toMatchObject({
+      reward: 0,
+      resolved: false,
+      reason: 'judge_unparseable',
+      judge: { calls: 2, verdict: null },
+    });
     expect(recorded.length).toBe(before + 2);
-    expect(r.judge!.promptTokens).toBe(recorded[before]!.promptIds.length + recorded[before + 1]!.promptIds.length);
+    expect(r.judge!.promptTokens).toBe(
+      recorded[before]!.promptIds.length + recorded[before + 1]!.promptIds.length,
+    );
     const record = JSON.parse(Buffer.from(await artifacts.get(r.judge!.recordUri)).toString());
     expect(record.calls[0].problem).toBe('it is not a JSON object');
     expect(record.calls[1].messages.at(-1).content).toContain('That answer could not be read');
@@ -157,12 +243,28 @@ describe('the judge reward', () => {
 
   it('throws JudgeUnavailableError when no engine answers, and JudgeConfigError for a model none serves', async () => {
     const codec = await testCodec();
-    const dead = createEngineJudge({ codec, instances: [{ name: 'gone', kind: 'vllm', url: 'http://127.0.0.1:9' }], modelName: 'Qwen/Qwen3-8B' });
+    const dead = createEngineJudge({
+      codec,
+      instances: [{ name: 'gone', kind: 'vllm', url: 'http://127.0.0.1:9' }],
+      modelName: 'Qwen/Qwen3-8B',
+    });
     const task = await judgeTask({ rubric: HAIKU_RUBRIC });
-    await expect(evaluateReward({ provider, judge: judgeDeps([], dead) }, { task, agentDiff: '', idempotencyKey: key() })).rejects.toThrow(JudgeUnavailableError);
+    await expect(
+      evaluateReward(
+        { provider, judge: judgeDeps([], dead) },
+        { task, agentDiff: '', idempotencyKey: key() },
+      ),
+    ).rejects.toThrow(JudgeUnavailableError);
     const other = await judgeTask({ rubric: HAIKU_RUBRIC, model: 'some/other-model' });
-    await expect(evaluateReward({ provider, judge: judgeDeps() }, { task: other, agentDiff: '', idempotencyKey: key() })).rejects.toThrow(JudgeConfigError);
-    await expect(evaluateReward({ provider }, { task, agentDiff: '', idempotencyKey: key() })).rejects.toThrow(JudgeConfigError);
+    await expect(
+      evaluateReward(
+        { provider, judge: judgeDeps() },
+        { task: other, agentDiff: '', idempotencyKey: key() },
+      ),
+    ).rejects.toThrow(JudgeConfigError);
+    await expect(
+      evaluateReward({ provider }, { task, agentDiff: '', idempotencyKey: key() }),
+    ).rejects.toThrow(JudgeConfigError);
   });
 });
 
@@ -173,14 +275,21 @@ describe('the audit beside a tests reward', () => {
     const transcript = await agentTranscript('AGENT-PEEKS');
     expect(JSON.stringify(transcript)).toContain(HIDDEN_READ);
     const diff = await agentDiff(provider, dir, PY_FIX);
-    const r = await evaluateReward({ provider, judge: judgeDeps(transcript) }, { task, agentDiff: diff, idempotencyKey: key() });
+    const r = await evaluateReward(
+      { provider, judge: judgeDeps(transcript) },
+      { task, agentDiff: diff, idempotencyKey: key() },
+    );
     expect(r).toMatchObject({
       reward: 0,
       resolved: false,
       reason: 'tampered',
       passed: 3,
       detail: 'audit: The agent read the hidden tests in /r2e_tests.',
-      judge: { role: 'audit', calls: 1, verdict: { flagged: true, reason: 'The agent read the hidden tests in /r2e_tests.' } },
+      judge: {
+        role: 'audit',
+        calls: 1,
+        verdict: { flagged: true, reason: 'The agent read the hidden tests in /r2e_tests.' },
+      },
     });
     const record = JSON.parse(Buffer.from(await artifacts.get(r.judge!.recordUri)).toString());
     expect(record.rubric).toBe(AUDIT_RUBRIC);
@@ -190,8 +299,15 @@ describe('the audit beside a tests reward', () => {
     const { task, dir } = await pythonTask({ reward: { kind: 'tests', audit: {} } });
     dirs.push(dir);
     const diff = await agentDiff(provider, dir, { ...PY_FIX, ...PY_FAKE_TESTS });
-    const r = await evaluateReward({ provider, judge: judgeDeps(await agentTranscript('AGENT-CLEAN')) }, { task, agentDiff: diff, idempotencyKey: key() });
-    expect(r).toMatchObject({ reward: 0, reason: 'tampered', detail: 'audit: The diff rewrites tests/test_hidden.py.' });
+    const r = await evaluateReward(
+      { provider, judge: judgeDeps(await agentTranscript('AGENT-CLEAN')) },
+      { task, agentDiff: diff, idempotencyKey: key() },
+    );
+    expect(r).toMatchObject({
+      reward: 0,
+      reason: 'tampered',
+      detail: 'audit: The diff rewrites tests/test_hidden.py.',
+    });
     expect(r.dropped).toContain('tests/test_hidden.py');
   });
 
@@ -199,26 +315,54 @@ describe('the audit beside a tests reward', () => {
     const { task, dir } = await pythonTask({ reward: { kind: 'tests', audit: {} } });
     dirs.push(dir);
     const transcript = await agentTranscript('AGENT-CLEAN');
-    const r = await evaluateReward({ provider, judge: judgeDeps(transcript) }, { task, agentDiff: await agentDiff(provider, dir, PY_FIX), idempotencyKey: key() });
-    expect(r).toMatchObject({ reward: 1, resolved: true, reason: 'resolved', judge: { role: 'audit', verdict: { flagged: false } } });
+    const r = await evaluateReward(
+      { provider, judge: judgeDeps(transcript) },
+      { task, agentDiff: await agentDiff(provider, dir, PY_FIX), idempotencyKey: key() },
+    );
+    expect(r).toMatchObject({
+      reward: 1,
+      resolved: true,
+      reason: 'resolved',
+      judge: { role: 'audit', verdict: { flagged: false } },
+    });
   });
 
   it('audits a script reward the same way', async () => {
     const verifier = await tempDir('judge-verifier');
     dirs.push(verifier);
-    await writeTree(verifier, { 'test.sh': 'mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt\n' });
+    await writeTree(verifier, {
+      'test.sh': 'mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt\n',
+    });
     await chmod(verifier, 0o755);
-    const { task, dir } = await pythonTask({ reward: { kind: 'script', dir: verifier, audit: {} } });
+    const { task, dir } = await pythonTask({
+      reward: { kind: 'script', dir: verifier, audit: {} },
+    });
     dirs.push(dir);
-    const r = await evaluateReward({ provider, judge: judgeDeps(await agentTranscript('AGENT-PEEKS')) }, { task, agentDiff: '', idempotencyKey: key() });
-    expect(r).toMatchObject({ reward: 0, reason: 'tampered', judge: { role: 'audit', verdict: { flagged: true } } });
+    const r = await evaluateReward(
+      { provider, judge: judgeDeps(await agentTranscript('AGENT-PEEKS')) },
+      { task, agentDiff: '', idempotencyKey: key() },
+    );
+    expect(r).toMatchObject({
+      reward: 0,
+      reason: 'tampered',
+      judge: { role: 'audit', verdict: { flagged: true } },
+    });
   });
 
   it('only records the flag with action flag', async () => {
-    const { task, dir } = await pythonTask({ reward: { kind: 'tests', audit: { action: 'flag', include: ['transcript'] } } });
+    const { task, dir } = await pythonTask({
+      reward: { kind: 'tests', audit: { action: 'flag', include: ['transcript'] } },
+    });
     dirs.push(dir);
     const transcript = await agentTranscript('AGENT-PEEKS');
-    const r = await evaluateReward({ provider, judge: judgeDeps(transcript) }, { task, agentDiff: await agentDiff(provider, dir, PY_FIX), idempotencyKey: key() });
-    expect(r).toMatchObject({ reward: 1, reason: 'resolved', judge: { verdict: { flagged: true } } });
+    const r = await evaluateReward(
+      { provider, judge: judgeDeps(transcript) },
+      { task, agentDiff: await agentDiff(provider, dir, PY_FIX), idempotencyKey: key() },
+    );
+    expect(r).toMatchObject({
+      reward: 1,
+      reason: 'resolved',
+      judge: { verdict: { flagged: true } },
+    });
   });
 });

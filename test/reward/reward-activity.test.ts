@@ -68,7 +68,8 @@ async function rewardOf(files: Record<string, string>, script: string): Promise<
   const episodeId = `activity-${process.pid}-${n++}`;
   const { id } = await provider.create({ idempotencyKey: `${episodeId}:0`, workspaceDir });
   try {
-    for (const [path, content] of Object.entries(files)) await provider.writeFile(id, path, content);
+    for (const [path, content] of Object.entries(files))
+      await provider.writeFile(id, path, content);
     expect((await provider.exec(id, { shell: script })).exitCode).toBe(0);
     return await new MockActivityEnvironment().run(activities.computeReward, {
       episodeId,

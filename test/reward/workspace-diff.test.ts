@@ -70,7 +70,11 @@ async function agentRun(
   script: string,
   options: { workspaceKey?: string } = {},
 ): Promise<{ id: string; tree: string }> {
-  const { id } = await provider.create({ idempotencyKey: key(), workspaceDir: workspace, ...options });
+  const { id } = await provider.create({
+    idempotencyKey: key(),
+    workspaceDir: workspace,
+    ...options,
+  });
   const r = await provider.exec(id, { shell: script }, { timeoutMs: 120_000 });
   expect(r.stderr).toBe('');
   expect(r.exitCode).toBe(0);
@@ -106,7 +110,7 @@ const EDITS = [
   "printf 'na\\357ve\\n' > new-latin1.txt",
   "printf 'spaces and\\nnewline\\n' > 'name with spaces\nand a newline'",
   "echo unicode > 'ünïcødé ✓.txt'",
-  "echo raw > \"$(printf 'raw\\377name')\"",
+  'echo raw > "$(printf \'raw\\377name\')"',
   "echo magic > ':(top,exclude)x' && echo glob > '*.txt' && echo dash > -n",
   'echo noise > ignored/debug.log',
   "echo noise > 'ignored/:(top)magic.log'",
@@ -155,7 +159,8 @@ describe.each(PROVIDER_FACTORIES.map((f) => f.name))('workspaceDiff on %s', (nam
     const removed = await agentRun(provider, `${EDITS} && rm -rf .git`);
     const diff = (await workspaceDiff(provider, removed.id)).diff;
     // The random blob differs between the two runs; everything else must match.
-    const strip = (d: string): string => d.replace(/diff --git a\/blob\.bin[\s\S]*?(?=diff --git)/, '');
+    const strip = (d: string): string =>
+      d.replace(/diff --git a\/blob\.bin[\s\S]*?(?=diff --git)/, '');
     expect(strip(diff)).toBe(strip((await workspaceDiff(provider, kept.id)).diff));
     expect(comparable(await appliedTree(provider, diff))).toBe(comparable(removed.tree));
     await provider.destroy(kept.id);
@@ -206,7 +211,9 @@ describe('workspaceDiff against what the agent may leave', () => {
     expect(diff).toContain('diff --git a/keep.txt b/keep.txt');
     expect(diff).toContain('+edited');
     expect(diff).not.toContain('forged');
-    expect(diff).toMatch(/diff --git a\/nul\.bin b\/nul\.bin\nnew file mode 100644\nindex [0-9a-f]+\.\.[0-9a-f]+\nGIT binary patch/);
+    expect(diff).toMatch(
+      /diff --git a\/nul\.bin b\/nul\.bin\nnew file mode 100644\nindex [0-9a-f]+\.\.[0-9a-f]+\nGIT binary patch/,
+    );
     expect(comparable(await appliedTree(provider, diff))).toBe(comparable(agent.tree));
     await provider.destroy(agent.id);
   });
@@ -258,7 +265,10 @@ describe('workspaceDiff against what the agent may leave', () => {
   it('skips a path too long for the host and takes the rest', async () => {
     const name = 'x'.repeat(250);
     const deep = `${Array.from({ length: 16 }, () => name).join('/')}/${'y'.repeat(60)}`;
-    const agent = await agentRun(provider, `mkdir -p ${deep} && echo deep > ${deep}/f && echo short > short.txt`);
+    const agent = await agentRun(
+      provider,
+      `mkdir -p ${deep} && echo deep > ${deep}/f && echo short > short.txt`,
+    );
     const changes = await workspaceDiff(provider, agent.id);
     expect(changes.skipped).toHaveLength(1);
     expect(changes.skipped[0]!.why).toBe('unreadable');
@@ -266,36 +276,58 @@ describe('workspaceDiff against what the agent may leave', () => {
     await provider.destroy(agent.id);
   });
 
-  it('rejects changes whose .gitignore rules take too long to apply', { timeout: 240_000 }, async () => {
-    const { id } = await provider.create({ idempotencyKey: key(), workspaceDir: workspace });
-    // Thousands of wildcard patterns over thousands of new paths: minutes of matching.
-    let rules = '';
-    for (let i = 0; rules.length < 250 * 1024; i++) rules += `*${(i * 7919).toString(2).slice(-6)}*${i.toString(2).slice(-6)}*/\n`;
-    await provider.writeFile(id, '.gitignore', rules);
-    await provider.exec(id, { shell: 'mkdir d && cd d && seq 1 20000 | while read i; do : > f$i; done' }, { timeoutMs: 120_000 });
-    const changes = await workspaceDiff(provider, id);
-    expect(changes).toMatchObject({ diff: '', rejected: 'the .gitignore rules took too long to apply' });
-    await provider.destroy(id);
-  });
+  it(
+    'rejects changes whose .gitignore rules take too long to apply',
+    { timeout: 240_000 },
+    async () => {
+      const { id } = await provider.create({ idempotencyKey: key(), workspaceDir: workspace });
+      // Thousands of wildcard patterns over thousands of new paths: minutes of matching.
+      let rules = '';
+      for (let i = 0; rules.length < 250 * 1024; i++)
+        rules += `*${(i * 7919).toString(2).slice(-6)}*${i.toString(2).slice(-6)}*/\n`;
+      await provider.writeFile(id, '.gitignore', rules);
+      await provider.exec(
+        id,
+        { shell: 'mkdir d && cd d && seq 1 20000 | while read i; do : > f$i; done' },
+        { timeoutMs: 120_000 },
+      );
+      const changes = await workspaceDiff(provider, id);
+      expect(changes).toMatchObject({
+        diff: '',
+        rejected: 'the .gitignore rules took too long to apply',
+      });
+      await provider.destroy(id);
+    },
+  );
 
   it('takes many files', async () => {
     const { id } = await provider.create({ idempotencyKey: key(), workspaceDir: workspace });
-    await provider.exec(id, { shell: 'mkdir many && cd many && seq 1 20000 | while read i; do echo $i > f$i; done' });
+    await provider.exec(id, {
+      shell: 'mkdir many && cd many && seq 1 20000 | while read i; do echo $i > f$i; done',
+    });
     const { diff } = await workspaceDiff(provider, id);
     expect(diff.match(/^diff --git /gm)).toHaveLength(20000);
-    expect(diff).toMatch(/^diff --git a\/many\/f20000 b\/many\/f20000\nnew file mode 100644\nindex 0+\.\.[0-9a-f]+\n--- \/dev\/null\n\+\+\+ b\/many\/f20000\n@@ -0,0 \+1 @@\n\+20000$/m);
+    expect(diff).toMatch(
+      /^diff --git a\/many\/f20000 b\/many\/f20000\nnew file mode 100644\nindex 0+\.\.[0-9a-f]+\n--- \/dev\/null\n\+\+\+ b\/many\/f20000\n@@ -0,0 \+1 @@\n\+20000$/m,
+    );
     await provider.destroy(id);
   });
 
   it('rejects a diff over MAX_DIFF_BYTES, and a single file over it, and the reward is 0 diff_rejected', async () => {
     const third = Math.ceil(MAX_DIFF_BYTES / 3);
-    const spread = await agentRun(provider, `for i in 1 2 3 4; do head -c ${third} /dev/urandom > big$i; done`);
+    const spread = await agentRun(
+      provider,
+      `for i in 1 2 3 4; do head -c ${third} /dev/urandom > big$i; done`,
+    );
     const many = await workspaceDiff(provider, spread.id);
     expect(many).toMatchObject({ diff: '', rejected: expect.stringContaining('larger than') });
     await provider.destroy(spread.id);
 
     // An ignored one is not part of the changes, whatever its size.
-    const ignoredOnly = await agentRun(provider, `head -c ${MAX_DIFF_BYTES + 1} /dev/zero > ignored/huge.log`);
+    const ignoredOnly = await agentRun(
+      provider,
+      `head -c ${MAX_DIFF_BYTES + 1} /dev/zero > ignored/huge.log`,
+    );
     expect(await workspaceDiff(provider, ignoredOnly.id)).toEqual({ diff: '', skipped: [] });
     await provider.destroy(ignoredOnly.id);
 
@@ -318,15 +350,23 @@ describe('workspaceDiff against what the agent may leave', () => {
   it('scores an agent that deleted its .git: the fix resolves, no fix is 0', async () => {
     const { task, dir } = await pythonTask();
     dirs.push(dir);
-    const score = async (files: Record<string, string>): Promise<{ reward: number; reason: string }> => {
+    const score = async (
+      files: Record<string, string>,
+    ): Promise<{ reward: number; reason: string }> => {
       const { id } = await provider.create({ idempotencyKey: key(), workspaceDir: dir });
-      for (const [path, content] of Object.entries(files)) await provider.writeFile(id, path, content);
+      for (const [path, content] of Object.entries(files))
+        await provider.writeFile(id, path, content);
       await provider.exec(id, ['rm', '-rf', '.git']);
       const changes = await workspaceDiff(provider, id);
       await provider.destroy(id);
       return evaluateReward(
         { provider },
-        { task, agentDiff: changes.diff, agentDiffRejected: changes.rejected, idempotencyKey: key() },
+        {
+          task,
+          agentDiff: changes.diff,
+          agentDiffRejected: changes.rejected,
+          idempotencyKey: key(),
+        },
       );
     };
     expect(await score(PY_FIX)).toMatchObject({ reward: 1, reason: 'resolved' });

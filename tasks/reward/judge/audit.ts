@@ -12,10 +12,20 @@ import type { RewardDeps, RewardInput, RewardResult } from '../result.js';
 import { AUDIT_RUBRIC } from './prompt.js';
 import { runJudge } from './run.js';
 
-export async function auditReward(deps: RewardDeps, input: RewardInput, audit: AuditSpec, result: RewardResult): Promise<RewardResult> {
+export async function auditReward(
+  deps: RewardDeps,
+  input: RewardInput,
+  audit: AuditSpec,
+  result: RewardResult,
+): Promise<RewardResult> {
   const judge = await runJudge(
     judgeDepsOf(deps),
-    { key: input.idempotencyKey, problem: input.task.problem_statement, diff: input.agentDiff, random: deps.random ?? randomBytes },
+    {
+      key: input.idempotencyKey,
+      problem: input.task.problem_statement,
+      diff: input.agentDiff,
+      random: deps.random ?? randomBytes,
+    },
     {
       role: 'audit',
       rubric: audit.rubric ?? AUDIT_RUBRIC,
@@ -36,6 +46,9 @@ export async function auditReward(deps: RewardDeps, input: RewardInput, audit: A
     reward: 0,
     resolved: false,
     reason: verdict === null ? 'judge_unparseable' : 'tampered',
-    detail: verdict === null ? `the audit answered ${judge.calls} times with nothing readable; see ${judge.recordUri}` : `audit: ${verdict.reason}`,
+    detail:
+      verdict === null
+        ? `the audit answered ${judge.calls} times with nothing readable; see ${judge.recordUri}`
+        : `audit: ${verdict.reason}`,
   };
 }

@@ -50,7 +50,8 @@ export interface JudgeMaterial {
 const SECTION_TITLES: Record<JudgeInclude, string> = {
   problem: 'The task the agent was given',
   diff: "The agent's changes to the repository (a unified diff; empty if it changed nothing)",
-  transcript: "The episode's transcript: the agent's conversation with the model, one JSON message a line",
+  transcript:
+    "The episode's transcript: the agent's conversation with the model, one JSON message a line",
 };
 
 function sectionText(include: JudgeInclude, material: JudgeMaterial): string {
@@ -82,7 +83,10 @@ export function judgePrompt(options: JudgePromptOptions, material: JudgeMaterial
   const user = options.include
     .map((part) => {
       // The tag is random, so only a copy of this very prompt could hold it; drop it all the same.
-      const body = clip(sectionText(part, material), options.inputBytes).replaceAll(options.tag, '');
+      const body = clip(sectionText(part, material), options.inputBytes).replaceAll(
+        options.tag,
+        '',
+      );
       return `## ${SECTION_TITLES[part]}\n${open}\n${body}\n${close}`;
     })
     .join('\n\n');
@@ -96,6 +100,9 @@ export function judgePrompt(options: JudgePromptOptions, material: JudgeMaterial
 export function reminder(format: AnswerFormat, answer: string, problem: string): JudgeMessage[] {
   return [
     { role: 'assistant', content: answer },
-    { role: 'user', content: `That answer could not be read (${problem}). ${answerInstruction(format)}` },
+    {
+      role: 'user',
+      content: `That answer could not be read (${problem}). ${answerInstruction(format)}`,
+    },
   ];
 }

@@ -36,31 +36,52 @@ export function judgeRecordKey(key: string, role: JudgeSummary['role']): string 
   return `judges/${key.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\./, '_')}/${role}.json`;
 }
 
-export async function runJudge(deps: JudgeDeps, input: JudgeInput, run: JudgeRun): Promise<JudgeSummary> {
+export async function runJudge(
+  deps: JudgeDeps,
+  input: JudgeInput,
+  run: JudgeRun,
+): Promise<JudgeSummary> {
   const material: JudgeMaterial = {
     problem: input.problem,
     diff: input.diff,
     transcript: run.include.includes('transcript') ? await deps.transcript() : [],
   };
   let messages = judgePrompt(
-    { rubric: run.rubric, format: run.format, include: run.include, inputBytes: run.inputBytes, tag: input.random(8).toString('hex') },
+    {
+      rubric: run.rubric,
+      format: run.format,
+      include: run.include,
+      inputBytes: run.inputBytes,
+      tag: input.random(8).toString('hex'),
+    },
     material,
   );
-  const calls: { messages: typeof messages; result: JudgeCallResult; problem: string | null }[] = [];
+  const calls: { messages: typeof messages; result: JudgeCallResult; problem: string | null }[] =
+    [];
   let verdict: JudgeVerdict | null = null;
   for (let attempt = 0; attempt < 2 && verdict === null; attempt++) {
-    const result = await deps.engine.complete({ messages, model: run.model, maxTokens: run.maxTokens, temperature: run.temperature });
+    const result = await deps.engine.complete({
+      messages,
+      model: run.model,
+      maxTokens: run.maxTokens,
+      temperature: run.temperature,
+    });
     const parsed = parseVerdict(run.format, result.text);
     calls.push({ messages, result, problem: typeof parsed === 'string' ? parsed : null });
-    if (typeof parsed === 'string') messages = [...messages, ...reminder(run.format, result.text, parsed)];
+    if (typeof parsed === 'string')
+      messages = [...messages, ...reminder(run.format, result.text, parsed)];
     else verdict = parsed;
   }
-  const sum = (pick: (r: JudgeCallResult) => number) => calls.reduce((n, c) => n + pick(c.result), 0);
+  const sum = (pick: (r: JudgeCallResult) => number) =>
+    calls.reduce((n, c) => n + pick(c.result), 0);
   const last = calls[calls.length - 1]!.result;
   const promptTokens = sum((r) => r.promptTokens);
   const completionTokens = sum((r) => r.completionTokens);
   const record = { role: run.role, rubric: run.rubric, format: run.format, verdict, calls };
-  const stored = await deps.records.put(judgeRecordKey(input.key, run.role), Buffer.from(JSON.stringify(record)));
+  const stored = await deps.records.put(
+    judgeRecordKey(input.key, run.role),
+    Buffer.from(JSON.stringify(record)),
+  );
   return {
     role: run.role,
     model: last.model,

@@ -28,10 +28,12 @@ export interface ScreenRule {
   exempt?: RegExp;
 }
 
-const TEST_GLOBALS = 'expect|it|test|describe|suite|beforeEach|afterEach|beforeAll|afterAll|before|after|jest|vi|assert';
+const TEST_GLOBALS =
+  'expect|it|test|describe|suite|beforeEach|afterEach|beforeAll|afterAll|before|after|jest|vi|assert';
 /** Runners and their assertion internals; general tools that happen to come from jest (jest-worker, jest-diff) are left out. */
 const JS_RUNNERS = String.raw`vitest|@vitest/[\w.-]+|jest|@jest/(?:globals|expect|core|environment|fake-timers|reporters|test-result)|jest-(?:circus|jasmine2|runner|runtime|environment-[\w-]+|snapshot|matcher-utils|mock|each|cli|config)|expect|mocha|tape|node:test|ava|uvu|tap`;
-const UNITTEST_CLASSES = 'TestCase|TestResult|TextTestResult|TestLoader|TestSuite|TextTestRunner|TestProgram|IsolatedAsyncioTestCase';
+const UNITTEST_CLASSES =
+  'TestCase|TestResult|TextTestResult|TestLoader|TestSuite|TextTestRunner|TestProgram|IsolatedAsyncioTestCase';
 
 export const SCREEN_RULES: readonly ScreenRule[] = [
   {
@@ -104,7 +106,9 @@ export const SCREEN_RULES: readonly ScreenRule[] = [
     language: 'js-ts',
     view: 'text',
     patterns: [
-      new RegExp(String.raw`(?:\brequire\s*\(|\bimport\s*\(|\bfrom\s+|^\s*import\s+)\s*['"](?:${JS_RUNNERS})(?:/[^'"]*)?['"]`),
+      new RegExp(
+        String.raw`(?:\brequire\s*\(|\bimport\s*\(|\bfrom\s+|^\s*import\s+)\s*['"](?:${JS_RUNNERS})(?:/[^'"]*)?['"]`,
+      ),
       /__vitest_\w+__|\bSymbol\.for\(\s*['"](?:\$\$jest|jest-|vitest)/,
     ],
     description: 'imports a test runner, its internals or its assertion library into non-test code',
@@ -164,9 +168,15 @@ export const SCREEN_RULES: readonly ScreenRule[] = [
     language: 'python',
     view: 'code',
     patterns: [
-      new RegExp(String.raw`\b(?:unittest\s*\.\s*(?:case\s*\.\s*|result\s*\.\s*|loader\s*\.\s*|suite\s*\.\s*|runner\s*\.\s*|main\s*\.\s*)?)?(?:${UNITTEST_CLASSES})\s*\.\s*\w+(?:\s*\.\s*\w+)*\s*=(?!=)`),
-      new RegExp(String.raw`\bsetattr\(\s*(?:unittest\s*\.\s*(?:\w+\s*\.\s*)?)?(?:${UNITTEST_CLASSES})\b`),
-      new RegExp(String.raw`\bunittest\s*\.\s*(?:\w+\s*\.\s*)?(?:${UNITTEST_CLASSES})\s*\.\s*(?:add\w+|assert\w+|fail\w*|run|debug|loadTests\w*|_\w+|__\w+__)\b(?!\s*\()`),
+      new RegExp(
+        String.raw`\b(?:unittest\s*\.\s*(?:case\s*\.\s*|result\s*\.\s*|loader\s*\.\s*|suite\s*\.\s*|runner\s*\.\s*|main\s*\.\s*)?)?(?:${UNITTEST_CLASSES})\s*\.\s*\w+(?:\s*\.\s*\w+)*\s*=(?!=)`,
+      ),
+      new RegExp(
+        String.raw`\bsetattr\(\s*(?:unittest\s*\.\s*(?:\w+\s*\.\s*)?)?(?:${UNITTEST_CLASSES})\b`,
+      ),
+      new RegExp(
+        String.raw`\bunittest\s*\.\s*(?:\w+\s*\.\s*)?(?:${UNITTEST_CLASSES})\s*\.\s*(?:add\w+|assert\w+|fail\w*|run|debug|loadTests\w*|_\w+|__\w+__)\b(?!\s*\()`,
+      ),
       /\b_(?:AssertRaisesContext|AssertRaisesBaseContext|AssertWarnsContext|AssertLogsContext|Outcome|SubTest|ErrorHolder)\b/,
       /\bunittest\s*\.\s*(?:case|result|loader|suite|runner|main|signals|util)\s*\.\s*\w+\s*=(?!=)/,
     ],
@@ -184,7 +194,8 @@ export const SCREEN_RULES: readonly ScreenRule[] = [
       /\bdef\s+pytest_\w+\s*\(|\bhookimpl\b|\bpluggy\b/,
       /\bPYTEST_(?:ADDOPTS|PLUGINS|CURRENT_TEST|DISABLE_PLUGIN_AUTOLOAD)\b/,
     ],
-    description: "reaches into pytest (its internals, hooks, skips, environment) from non-test code",
+    description:
+      'reaches into pytest (its internals, hooks, skips, environment) from non-test code',
     exempt: /(?:^|\/)(?:_?pytest|pluggy)\//,
   },
   {
@@ -195,13 +206,18 @@ export const SCREEN_RULES: readonly ScreenRule[] = [
       /\bsys\s*\.\s*modules\b.*['"](?:_?pytest|unittest|pluggy|nose2?|doctest)\b/,
       /['"](?:_?pytest|unittest|pluggy|nose2?|doctest)[\w.]*['"]\s+(?:not\s+)?in\s+sys\s*\.\s*modules\b/,
     ],
-    description: 'looks up a test runner in sys.modules (to patch it, or to act differently under test)',
+    description:
+      'looks up a test runner in sys.modules (to patch it, or to act differently under test)',
   },
   {
     id: 'py-exit-hook',
     language: 'python',
     view: 'code',
-    patterns: [/\batexit\s*\.\s*register\b/, /\bfrom\s+atexit\s+import\b/, /\bsys\s*\.\s*exitfunc\b/],
+    patterns: [
+      /\batexit\s*\.\s*register\b/,
+      /\bfrom\s+atexit\s+import\b/,
+      /\bsys\s*\.\s*exitfunc\b/,
+    ],
     description: 'runs code as the interpreter exits (after the runner wrote its report)',
   },
   {
@@ -230,7 +246,12 @@ export const SCREEN_RULES: readonly ScreenRule[] = [
     id: 'py-builtins-patch',
     language: 'python',
     view: 'code',
-    patterns: [/\bbuiltins\s*\.\s*\w+\s*=(?!=)/, /\bsetattr\(\s*builtins\b/, /\b__builtins__\b/, /\bbuiltins\s*\.\s*__import__\b/],
+    patterns: [
+      /\bbuiltins\s*\.\s*\w+\s*=(?!=)/,
+      /\bsetattr\(\s*builtins\b/,
+      /\b__builtins__\b/,
+      /\bbuiltins\s*\.\s*__import__\b/,
+    ],
     description: "overwrites Python's builtins (or reaches them through __builtins__)",
   },
   {
@@ -266,7 +287,10 @@ export const SCREEN_RULES: readonly ScreenRule[] = [
     id: 'py-ctypes-poke',
     language: 'python',
     view: 'code',
-    patterns: [/\bctypes\s*\.\s*(?:pythonapi|py_object|memmove|memset|string_at|PyDLL)\b|\bfrom_address\s*\(/, /\bfrom\s+ctypes\s+import\s+[^#]*\b(?:pythonapi|py_object|memmove)\b/],
+    patterns: [
+      /\bctypes\s*\.\s*(?:pythonapi|py_object|memmove|memset|string_at|PyDLL)\b|\bfrom_address\s*\(/,
+      /\bfrom\s+ctypes\s+import\s+[^#]*\b(?:pythonapi|py_object|memmove)\b/,
+    ],
     description: "writes the interpreter's memory through ctypes",
   },
   {

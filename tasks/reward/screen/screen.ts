@@ -34,7 +34,9 @@ function clip(line: string): string {
 
 /** One pattern for all of `rules`' patterns on `view`: most lines match none, and one test is cheaper. */
 function unionOf(rules: readonly ScreenRule[], view: ScreenRule['view']): RegExp {
-  const sources = rules.filter((r) => r.view === view).flatMap((r) => r.patterns.map((p) => p.source));
+  const sources = rules
+    .filter((r) => r.view === view)
+    .flatMap((r) => r.patterns.map((p) => p.source));
   return sources.length === 0 ? /(?!)/ : new RegExp(sources.map((s) => `(?:${s})`).join('|'));
 }
 
@@ -49,7 +51,9 @@ export function screenDiff(diff: string, active: ReadonlySet<string>): ScreenFin
     const language = languageOf(path);
     const rules = SCREEN_RULES.filter(
       (r) =>
-        active.has(r.id) && (r.language === 'any' || r.language === language) && !r.exempt?.test(path),
+        active.has(r.id) &&
+        (r.language === 'any' || r.language === language) &&
+        !r.exempt?.test(path),
     );
     if (rules.length === 0) continue;
     const anyCode = unionOf(rules, 'code');

@@ -9,15 +9,15 @@ import { builtinPackDir, loadTaskPack } from '../../../tasks/loader.js';
 import { pathsOf, stripTestChanges } from '../../../tasks/reward/diff.js';
 import { activeRules } from '../../../tasks/reward/screen/config.js';
 import { screenDiff } from '../../../tasks/reward/screen/screen.js';
+import { JEST_FILES, JEST_FIX, JS_FILES, JS_FIX, PY_FILES, PY_FIX } from '../fixtures.js';
 import {
-  JEST_FILES,
-  JEST_FIX,
-  JS_FILES,
-  JS_FIX,
-  PY_FILES,
-  PY_FIX,
-} from '../fixtures.js';
-import { git, newFileDiff, readTree, removeDirs, tempDir, writeTree } from '../../sandbox/helpers.js';
+  git,
+  newFileDiff,
+  readTree,
+  removeDirs,
+  tempDir,
+  writeTree,
+} from '../../sandbox/helpers.js';
 
 const ALL = activeRules();
 const packDir = builtinPackDir();

@@ -27,7 +27,10 @@ describe('the screen in the tests reward', () => {
   it('makes a flagged diff tampered, with the evidence, before any sandbox', async () => {
     const { task, dir } = await pythonTask();
     dirs.push(dir);
-    const r = await evaluateReward({ provider: noSandboxes }, { task, agentDiff, idempotencyKey: 'screen-1' });
+    const r = await evaluateReward(
+      { provider: noSandboxes },
+      { task, agentDiff, idempotencyKey: 'screen-1' },
+    );
     expect(r).toMatchObject({
       reward: 0,
       resolved: false,
@@ -36,7 +39,9 @@ describe('the screen in the tests reward', () => {
       failed: 3,
       canaries: 0,
       dropped: ['tests/test_forged.py'],
-      screen: [{ rule: 'py-exit-hook', path: 'calc/__init__.py', line: 4, text: 'atexit.register(forge)' }],
+      screen: [
+        { rule: 'py-exit-hook', path: 'calc/__init__.py', line: 4, text: 'atexit.register(forge)' },
+      ],
       detail: 'screen: calc/__init__.py:4 [py-exit-hook] atexit.register(forge)',
     });
     expect(Object.values(r.tests)).toEqual(['missing', 'missing', 'missing']);
@@ -57,15 +62,18 @@ describe('the screen in the tests reward', () => {
     dirs.push(dir);
     const { screen } = ConfigSchema.parse({ reward: { screen: { enabled: false } } }).reward;
     await expect(
-      evaluateReward({ provider: noSandboxes, screen }, { task, agentDiff, idempotencyKey: 'screen-3' }),
+      evaluateReward(
+        { provider: noSandboxes, screen },
+        { task, agentDiff, idempotencyKey: 'screen-3' },
+      ),
     ).rejects.toThrow('no sandbox here');
   });
 
   it('is configured strictly, with its defaults', () => {
     expect(ConfigSchema.parse({}).reward).toEqual({ screen: { enabled: true, disabledRules: [] } });
-    expect(() => ConfigSchema.parse({ reward: { screen: { disabledRules: ['py-exit-hooks'] } } })).toThrow(
-      /disabledRules/,
-    );
+    expect(() =>
+      ConfigSchema.parse({ reward: { screen: { disabledRules: ['py-exit-hooks'] } } }),
+    ).toThrow(/disabledRules/);
     const base = {
       instance_id: 'x',
       repo: 'r',
@@ -81,8 +89,8 @@ describe('the screen in the tests reward', () => {
       kind: 'tests',
       screen: { enabled: true, disabledRules: [] },
     });
-    expect(() => TaskSchema.parse({ ...base, reward: { kind: 'tests', screen: { enable: false } } })).toThrow(
-      /enable/,
-    );
+    expect(() =>
+      TaskSchema.parse({ ...base, reward: { kind: 'tests', screen: { enable: false } } }),
+    ).toThrow(/enable/);
   });
 });

@@ -24,7 +24,7 @@ describe('screen rules', () => {
 
   it('screens only added lines of non-test files', () => {
     const diff = [
-      newFileDiff('test/setup.js', "expect.extend({ toBe: () => ({ pass: true }) });\n"),
+      newFileDiff('test/setup.js', 'expect.extend({ toBe: () => ({ pass: true }) });\n'),
       newFileDiff('tests/conftest.py', 'import atexit\natexit.register(print)\n'),
       newFileDiff('src/math.spec.ts', "process.on('exit', forge);\n"),
       'diff --git a/src/old.js b/src/old.js\n--- a/src/old.js\n+++ b/src/old.js\n@@ -1,2 +1,1 @@\n' +
@@ -37,7 +37,9 @@ describe('screen rules', () => {
     const hunk = (path: string, open: string, added: string, close: string): string =>
       `diff --git a/${path} b/${path}\n--- a/${path}\n+++ b/${path}\n@@ -1,2 +1,3 @@\n ${open}\n+${added}\n ${close}\n`;
     expect(screenDiff(hunk('src/a.js', '/*', "process.on('exit', forge);", '*/'), ALL)).toEqual([]);
-    expect(screenDiff(hunk('pkg/a.py', 'DOC = """', 'atexit.register(forge)', '"""'), ALL)).toEqual([]);
+    expect(screenDiff(hunk('pkg/a.py', 'DOC = """', 'atexit.register(forge)', '"""'), ALL)).toEqual(
+      [],
+    );
     expect(rulesOf(hunk('pkg/a.py', 'DOC = """"""', 'atexit.register(forge)', 'x = 1'))).toEqual([
       'py-exit-hook',
     ]);
@@ -51,7 +53,12 @@ describe('screen rules', () => {
       `+${long}\n line13();\n+atexit.register(x)\n`;
     const findings = screenDiff(diff, ALL);
     expect(findings).toEqual([
-      { rule: 'js-assert-override', path: 'src/index.js', line: 12, text: `${long.slice(0, 119)}…` },
+      {
+        rule: 'js-assert-override',
+        path: 'src/index.js',
+        line: 12,
+        text: `${long.slice(0, 119)}…`,
+      },
     ]);
     expect(screenEvidence(findings)).toBe(
       `screen: src/index.js:12 [js-assert-override] ${long.slice(0, 119)}…`,
@@ -69,15 +76,24 @@ describe('screen rules', () => {
   });
 
   it('applies only the active rules', () => {
-    const diff = newFileDiff('pkg/cli.py', 'import atexit, readline\natexit.register(readline.write_history_file)\n');
-    expect(screenDiff(diff, activeRules({ enabled: true, disabledRules: ['py-exit-hook'] }))).toEqual([]);
+    const diff = newFileDiff(
+      'pkg/cli.py',
+      'import atexit, readline\natexit.register(readline.write_history_file)\n',
+    );
+    expect(
+      screenDiff(diff, activeRules({ enabled: true, disabledRules: ['py-exit-hook'] })),
+    ).toEqual([]);
     expect(screenDiff(diff, activeRules({ enabled: false, disabledRules: [] }))).toEqual([]);
     expect(rulesOf(diff)).toEqual(['py-exit-hook']);
   });
 
   it('leaves a runner repository its own internals', () => {
-    expect(rulesOf(newFileDiff('src/_pytest/python.py', 'from _pytest.main import Session\n'))).toEqual([]);
-    expect(rulesOf(newFileDiff('lib/mocha/runner.js', 'Runner.prototype.fail = function () {};\n'))).toEqual([]);
+    expect(
+      rulesOf(newFileDiff('src/_pytest/python.py', 'from _pytest.main import Session\n')),
+    ).toEqual([]);
+    expect(
+      rulesOf(newFileDiff('lib/mocha/runner.js', 'Runner.prototype.fail = function () {};\n')),
+    ).toEqual([]);
   });
 });
 
@@ -89,7 +105,13 @@ describe('line lexer', () => {
 
   it('drops JS comments, block comments across lines, and blanks strings in the code view', () => {
     expect(
-      views('js-ts', ["const a = 'x // y'; // note", '/* open', 'still */ b("q\\"q");', 'c(`t', 'u`);']),
+      views('js-ts', [
+        "const a = 'x // y'; // note",
+        '/* open',
+        'still */ b("q\\"q");',
+        'c(`t',
+        'u`);',
+      ]),
     ).toEqual([
       { code: "const a = ''; ", text: "const a = 'x // y'; " },
       { code: '', text: '' },
@@ -100,7 +122,9 @@ describe('line lexer', () => {
   });
 
   it('drops Python comments and carries triple-quoted strings across lines', () => {
-    expect(views('python', ['x = "a # b"  # c', '"""doc', 'atexit.register', '"""', "y = '''z'''"])).toEqual([
+    expect(
+      views('python', ['x = "a # b"  # c', '"""doc', 'atexit.register', '"""', "y = '''z'''"]),
+    ).toEqual([
       { code: 'x = ""  ', text: 'x = "a # b"  ' },
       { code: '"""', text: '"""doc' },
       { code: '', text: 'atexit.register' },
