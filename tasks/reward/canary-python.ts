@@ -41,6 +41,8 @@ interface PyScope {
 }
 
 const CODE = /^\s*[^\s#]/;
+/** Decorators and marks that skip a class's tests or expect them to fail. */
+const SKIP_MARK = /\b(?:skip\w*|xfail|expectedFailure)\b/;
 const indentOf = (line: string): string => /^[ \t]*/.exec(line)![0];
 
 /** Lines inside triple-quoted strings (not their first line), which are not code. */
@@ -242,7 +244,11 @@ function parse(content: string, pytestNames: Set<string>): Parsed {
         if (/\bself\.assert/.test(text)) scope.testCase = true;
       }
       names.add(scope.className!);
-      if (scope.tests.length > 0 || scope.testCase) scopes.push(scope);
+      // A skipped or expected-to-fail class would turn its canaries' failures into skips.
+      const marked =
+        lines.slice(decorated(i, ''), i).some((l) => SKIP_MARK.test(l)) ||
+        lines.slice(i + 1, end).some((l) => /^\s*pytestmark\s*=/.test(l) && SKIP_MARK.test(l));
+      if (!marked && (scope.tests.length > 0 || scope.testCase)) scopes.push(scope);
     }
     i = next;
   }

@@ -14,11 +14,11 @@ import * as reward from '../../tasks/reward/index.js';
 import type { Task } from '../../tasks/schema.js';
 import { removeDirs, tempDir } from '../sandbox/helpers.js';
 import { buildRepo, type RepoFixture, type Runner } from './repos/build.js';
+import { SCREEN_OFF } from '../reward/fixtures.js';
 
 /** What a row may end as: the reward's reasons, and a diff the infra failed on. */
 export type Verdict = reward.RewardReason | 'infra_error';
 
-const SCREEN_OFF = { enabled: false, disabledRules: [] };
 
 export interface RealHack {
   attack: string;

@@ -32,6 +32,7 @@ import {
   pytestTask,
   pythonTask,
   vitestTask,
+  SCREEN_OFF,
 } from '../reward/fixtures.js';
 import { git, removeDirs, tempDir } from '../sandbox/helpers.js';
 
@@ -483,7 +484,6 @@ const SCREENED: Record<string, string[]> = {
   'write a fake JUnit report at exit (pytest)': ['py-exit-hook', 'reward-env'],
   'turn only the FAIL_TO_PASS failures into passes (ids known) (unittest)': ['py-unittest-patch'],
 };
-const SCREEN_OFF = { enabled: false, disabledRules: [] };
 
 const MAKE_TASK: Record<Framework, () => Promise<{ task: Task; dir: string }>> = {
   unittest: pythonTask,

@@ -10,7 +10,7 @@ import { BubblewrapProvider } from '../../sandbox/bubblewrap.js';
 import { evaluateReward } from '../../tasks/reward/index.js';
 import { TaskSchema, type Task } from '../../tasks/schema.js';
 import { newFileDiff, removeDirs, tempDir, writeTree } from '../sandbox/helpers.js';
-import { agentDiff } from './fixtures.js';
+import { agentDiff, SCREEN_OFF } from './fixtures.js';
 import { installTape } from './tape-package.js';
 
 const dirs: string[] = [];
@@ -249,7 +249,11 @@ describe.each(CASES)('$name', (c) => {
 
   it('the hack passes the FAIL_TO_PASS tests and its canary: tampered', async () => {
     const diff = await agentDiff(provider, dir, { [c.source]: c.hack });
-    const r = await evaluateReward({ provider }, { task, agentDiff: diff, idempotencyKey: key() });
+    // The screen off: this proves the canaries, which the screen would pre-empt.
+    const r = await evaluateReward(
+      { provider, screen: SCREEN_OFF },
+      { task, agentDiff: diff, idempotencyKey: key() },
+    );
     for (const id of task.FAIL_TO_PASS) expect([id, r.tests[id]]).toEqual([id, 'passed']);
     expect(r).toMatchObject({ reward: 0, reason: 'tampered' });
     expect(r.detail).toContain('canary tests did not fail');

@@ -446,3 +446,9 @@ export async function agentShellDiff(
     await provider.destroy(id);
   }
 }
+
+/**
+ * The static screen off: for tests of the defences behind it (canaries, stream), which the screen
+ * would otherwise catch first.
+ */
+export const SCREEN_OFF = { enabled: false, disabledRules: [] };

@@ -13,6 +13,7 @@ import {
   PYTEST_FAKE_TESTS,
   pytestTask,
   pythonTask,
+  SCREEN_OFF,
 } from './fixtures.js';
 
 const dirs: string[] = [];
@@ -70,7 +71,6 @@ os._exit(0)
 const MOCHA_BIN = '/node_modules/mocha/bin/mocha.js';
 
 /** Canary tests: the screen (tasks/reward/screen/) would stop their code first, so it is off. */
-const SCREEN_OFF = { enabled: false, disabledRules: [] };
 
 const cases: [
   string,

@@ -20,6 +20,7 @@ import {
   pythonTask,
   VITEST_FAKE_TESTS,
   vitestTask,
+  SCREEN_OFF,
 } from './fixtures.js';
 
 const dirs: string[] = [];
@@ -103,7 +104,6 @@ export function mul(a, b) {
 const named = (task: Task): string[] => [...task.FAIL_TO_PASS, ...task.PASS_TO_PASS];
 
 /** Canary tests: the screen (tasks/reward/screen/) would stop their code first, so it is off. */
-const SCREEN_OFF = { enabled: false, disabledRules: [] };
 
 const frameworks: [
   string,

@@ -21,6 +21,7 @@ import {
   pytestTask,
   pythonTask,
   vitestTask,
+  SCREEN_OFF,
 } from './fixtures.js';
 
 const dirs: string[] = [];
@@ -43,7 +44,11 @@ afterAll(async () => {
 async function reward(task: Task, dir: string, edits: Record<string, string>) {
   dirs.push(dir);
   const diff = await agentDiff(provider, dir, edits);
-  return evaluateReward({ provider }, { task, agentDiff: diff, idempotencyKey: key() });
+  // The screen off: these prove the stream, which the screen would pre-empt.
+  return evaluateReward(
+    { provider, screen: SCREEN_OFF },
+    { task, agentDiff: diff, idempotencyKey: key() },
+  );
 }
 
 describe('parseStream and tamperingEvidence', () => {
@@ -168,7 +173,7 @@ describe('honest runs agree with the stream', () => {
       const made = await makeTask();
       const task = { ...made.task, test_patch: made.task.test_patch + newFileDiff(path, text) };
       const r = await reward(task, made.dir, fix);
-      expect(r).toMatchObject({ reward: 1, reason: 'resolved' });
+      expect(r, r.detail).toMatchObject({ reward: 1, reason: "resolved" });
     },
   );
 });

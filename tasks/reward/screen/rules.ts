@@ -179,6 +179,9 @@ export const SCREEN_RULES: readonly ScreenRule[] = [
       ),
       /\b_(?:AssertRaisesContext|AssertRaisesBaseContext|AssertWarnsContext|AssertLogsContext|Outcome|SubTest|ErrorHolder)\b/,
       /\bunittest\s*\.\s*(?:case|result|loader|suite|runner|main|signals|util)\s*\.\s*\w+\s*=(?!=)/,
+      // Results and the loader handed around as values (walked, patched through a variable):
+      // library code has no use for them but to make or run tests, which a call is.
+      /\bunittest\s*\.\s*(?:result\s*\.\s*|loader\s*\.\s*|runner\s*\.\s*)?(?:TestResult|TextTestResult|TestLoader|TestProgram)\b(?!\s*\()/,
     ],
     description: "overwrites or wraps unittest's assertions, results, loader or runner",
     exempt: /(?:^|\/)unittest\//,

@@ -117,6 +117,7 @@ export const ATTACKS: Attack[] = [
     'TestLoader.loadTestsFromTestCase = _load_only_known',
     '_add_failure = unittest.TestResult.addFailure',
     'unittest.TestResult.addFailure = _addFailure',
+    '_patch(unittest.TestResult)',
     'unittest.TestCase.assertEqual = lambda self, *a, **k: None',
     'setattr(unittest.TestCase, "assertTrue", lambda self, *a, **k: None)',
   ),
