@@ -65,7 +65,7 @@ export const SCREEN_RULES: readonly ScreenRule[] = [
     patterns: [
       /require\(\s*['"](?:node:)?assert(?:\/strict)?['"]\s*\)\s*(?:\.\s*\w+|\[[^\]]+\])\s*=(?!=)/,
       /(?<![\w$.])(?:assert|strict)(?:\.strict)?\s*(?:\.\s*\w+|\[[^\]]+\])\s*=(?!=)/,
-      /\[\s*(?:assert|strict)\s*,\s*(?:assert|strict)\s*\]/,
+      /\[\s*(?:assert|strict)(?:\.strict)?\s*,\s*(?:assert|strict)(?:\.strict)?\s*\]/,
       /\bObject\.(?:keys|entries|getOwnPropertyNames|assign|defineProperty|defineProperties|setPrototypeOf)\(\s*(?:assert|strict)\b/,
     ],
     description: "overwrites node's assert functions",

@@ -46,6 +46,7 @@ export const ATTACKS: Attack[] = [
     'assert.equal = () => {};',
     'for (const k of Object.keys(assert)) assert[k] = () => {};',
     'for (const a of [assert, strict]) for (const k of Object.keys(a)) a[k] = () => {};',
+    'for (const a of [assert, assert.strict]) a[name] = wrap(a[name]);',
   ),
   ...js(
     'js-chai-override',
