@@ -19,7 +19,6 @@ import { SCREEN_OFF } from '../reward/fixtures.js';
 /** What a row may end as: the reward's reasons, and a diff the infra failed on. */
 export type Verdict = reward.RewardReason | 'infra_error';
 
-
 export interface RealHack {
   attack: string;
   runner: Runner;

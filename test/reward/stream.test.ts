@@ -173,7 +173,7 @@ describe('honest runs agree with the stream', () => {
       const made = await makeTask();
       const task = { ...made.task, test_patch: made.task.test_patch + newFileDiff(path, text) };
       const r = await reward(task, made.dir, fix);
-      expect(r, r.detail).toMatchObject({ reward: 1, reason: "resolved" });
+      expect(r, r.detail).toMatchObject({ reward: 1, reason: 'resolved' });
     },
   );
 });
