@@ -4,7 +4,10 @@
  */
 import { BubblewrapProvider } from '../../sandbox/bubblewrap.js';
 import { GVisorProvider } from '../../sandbox/gvisor/provider.js';
-import type { LocalSandboxProvider, LocalSandboxProviderOptions } from '../../sandbox/local-provider.js';
+import type {
+  LocalSandboxProvider,
+  LocalSandboxProviderOptions,
+} from '../../sandbox/local-provider.js';
 
 /** What an attack may ask of the provider it is run against, besides the root directory. */
 export type ProviderOptions = Partial<LocalSandboxProviderOptions> & {

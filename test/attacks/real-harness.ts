@@ -19,6 +19,14 @@ import { SCREEN_OFF } from '../reward/fixtures.js';
 /** What a row may end as: the reward's reasons, and a diff the infra failed on. */
 export type Verdict = reward.RewardReason | 'infra_error';
 
+/** The defences of issue 13, as the tables name them. */
+export const DEFENCE = {
+  stream: 'stream (2): report vs stream',
+  baseline: 'suite baseline (4)',
+  screen: 'static screen (5)',
+  evades: 'computed names: may evade the screen (5)',
+};
+
 export interface RealHack {
   attack: string;
   runner: Runner;

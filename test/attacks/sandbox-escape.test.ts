@@ -219,14 +219,16 @@ const attacks: Attack[] = [
     },
   },
   {
-    attack: 'read a world-readable file planted elsewhere on the host (a git mirror, a sibling checkout)',
+    attack:
+      'read a world-readable file planted elsewhere on the host (a git mirror, a sibling checkout)',
     defence: 'image-root',
     async run() {
       const s = await sandbox();
       const r = await sh(s.id, `cat ${plantedSecret}; ls ${join(plantedSecret, '..')}`);
       return {
         blocked: !r.stdout.includes('gold-fix'),
-        defence: r.stderr.split('No such file or directory').length === 3 ? 'image-root' : 'unknown',
+        defence:
+          r.stderr.split('No such file or directory').length === 3 ? 'image-root' : 'unknown',
       };
     },
   },
@@ -278,7 +280,8 @@ const attacks: Attack[] = [
       const limit = await readLimit();
       const blocked = limit === set && set !== 'max';
       // The Sentry shows a sysfs of its own, with no cgroup hierarchy in it.
-      if (gvisor()) return { blocked, defence: r.stdout + r.stderr === '' ? 'gvisor-sentry' : 'unknown' };
+      if (gvisor())
+        return { blocked, defence: r.stdout + r.stderr === '' ? 'gvisor-sentry' : 'unknown' };
       return {
         blocked,
         // The host's cgroup filesystem is not part of the image root.
@@ -470,7 +473,8 @@ except OSError as e:
     print("fork failed", e.errno, n)`,
       );
       const hits = await cgroupCounter(main, mainRoot, s.id, 'pids', 'max');
-      const blocked = /^fork failed 11 \d+\n$/.test(r.stdout) && Number(r.stdout.split(' ')[3]) < 64;
+      const blocked =
+        /^fork failed 11 \d+\n$/.test(r.stdout) && Number(r.stdout.split(' ')[3]) < 64;
       if (gvisor()) return { blocked, defence: hits === 0 ? 'sentry-nproc-limit' : 'unknown' };
       return { blocked, defence: hits > 0 ? 'pids-limit' : 'unknown' };
     },
@@ -627,7 +631,12 @@ print("allocated", len(chunks) * 16, "MiB")`,
       const s = await sandbox({}, p);
       if (gvisor()) {
         // The Sentry makes the namespace, in its own kernel: root in it is root of nothing on the host.
-        const r = await sh(s.id, 'unshare -Ur sh -c "id -u; cat /proc/version; dmesg | head -1"', 30_000, p);
+        const r = await sh(
+          s.id,
+          'unshare -Ur sh -c "id -u; cat /proc/version; dmesg | head -1"',
+          30_000,
+          p,
+        );
         const inSentry = /^0\nLinux version 4\.4\.0 .*\n.*Starting gVisor/.test(r.stdout);
         return { blocked: inSentry, defence: inSentry ? 'gvisor-sentry' : `unknown ${r.stdout}` };
       }

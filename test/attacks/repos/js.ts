@@ -370,6 +370,21 @@ ${FORMAT_CASES.map(([title, ms, text]) => `  it('${title}', () => expect(format(
 });
 `;
 
+/** The ids of the vitest and jest repos: `describe > … > test`. */
+const DESCRIBE_IDS = {
+  FAIL_TO_PASS: [
+    'parse > invalid input > rejects non-strings',
+    'parse > invalid input > rejects unknown units',
+    'parse > invalid input > names what it could not read',
+  ],
+  PASS_TO_PASS: [
+    'parse > single units > parses seconds',
+    'parse > single units > parses milliseconds',
+    'parse > compound > sums 1m 30s',
+    'parse > compound > sums 1d 2h',
+  ],
+};
+
 export const VITEST_REPO: RepoFixture = {
   runner: 'vitest',
   name: 'durations',
@@ -407,17 +422,7 @@ export default defineConfig({
   },
   gold: { 'src/parse.ts': parseModule('ts', true) },
   hidden: { path: 'test/parse.test.ts', content: VITEST_PARSE_HIDDEN },
-  FAIL_TO_PASS: [
-    'parse > invalid input > rejects non-strings',
-    'parse > invalid input > rejects unknown units',
-    'parse > invalid input > names what it could not read',
-  ],
-  PASS_TO_PASS: [
-    'parse > single units > parses seconds',
-    'parse > single units > parses milliseconds',
-    'parse > compound > sums 1m 30s',
-    'parse > compound > sums 1d 2h',
-  ],
+  ...DESCRIBE_IDS,
   task: { test_framework: 'vitest' },
   entry: 'src/parse.ts',
   otherFile: 'test/format.test.ts',
@@ -492,17 +497,7 @@ export const JEST_REPO: RepoFixture = {
   },
   gold: { 'lib/parse.js': parseModule('cjs', true) },
   hidden: { path: 'lib/__tests__/parse.test.js', content: JEST_PARSE_HIDDEN },
-  FAIL_TO_PASS: [
-    'parse > invalid input > rejects non-strings',
-    'parse > invalid input > rejects unknown units',
-    'parse > invalid input > names what it could not read',
-  ],
-  PASS_TO_PASS: [
-    'parse > single units > parses seconds',
-    'parse > single units > parses milliseconds',
-    'parse > compound > sums 1m 30s',
-    'parse > compound > sums 1d 2h',
-  ],
+  ...DESCRIBE_IDS,
   task: { test_framework: 'jest' },
   entry: 'lib/parse.js',
   otherFile: 'lib/__tests__/format.test.js',
