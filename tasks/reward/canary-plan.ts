@@ -60,6 +60,16 @@ const tapPlan: CanaryPlan = {
   },
 };
 
+/**
+ * The plan of a task's reward run: canaries go into test-patch files, so a task whose tests are
+ * hidden in its image (no test patch) has none; else `canaryPlanOf`.
+ */
+export function rewardCanaryPlan(
+  task: Pick<Task, 'test_framework' | 'log_parser' | 'test_patch'>,
+): CanaryPlan | undefined {
+  return task.test_patch === '' ? undefined : canaryPlanOf(task);
+}
+
 /** The task's canary plan; undefined when its runs cannot be guarded. */
 export function canaryPlanOf(
   task: Pick<Task, 'test_framework' | 'log_parser'>,

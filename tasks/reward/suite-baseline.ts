@@ -19,7 +19,7 @@ import type { SandboxSpec } from '../../sandbox/provider.js';
 import { BASE_IMAGE } from '../../sandbox/images/types.js';
 import type { Task } from '../schema.js';
 import { defaultWorkspaceCacheDir } from '../workspace.js';
-import { canaryPlanOf } from './canary-plan.js';
+import { rewardCanaryPlan } from './canary-plan.js';
 import type { ReportedStatus } from './report.js';
 import type { RewardDeps, RewardInput } from './result.js';
 import { applyPatch, withRewardSandbox } from './sandbox-steps.js';
@@ -127,12 +127,12 @@ async function baselineRun(
 }
 
 /**
- * The hidden test files the reward's run names (the files canaries go into), without the canary files it would create, so both runs run the same files.
+ * The hidden test files the reward's run names (the files canaries go into), without the canary
+ * files it would create, so both runs run the same files.
  */
 function hiddenTestFiles(task: Task): string[] {
-  const plan = task.test_patch === '' ? undefined : canaryPlanOf(task);
   // The random name of a file the reward would create is dropped, so the task's own random is not drawn.
-  return (plan?.targets(task.test_patch, randomBytes) ?? [])
+  return (rewardCanaryPlan(task)?.targets(task.test_patch, randomBytes) ?? [])
     .filter((t) => !t.created)
     .map((t) => t.path);
 }

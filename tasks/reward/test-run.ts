@@ -60,6 +60,8 @@ function reportScript(task: Task, framework: TestFramework, testFiles: string[])
   ].join('\n');
 }
 
+const timeoutDetail = (task: Task): string => `tests did not finish in ${task.timeouts.test_s} s`;
+
 /** The exec's stdout split at the trailer: the stream and the report (undefined when none). */
 function splitOutput(
   stdout: string,
@@ -94,8 +96,7 @@ async function runReportTests(
     { shell: reportScript(task, framework, testFiles) },
     { ...options, stdin: `${mark}\n`, env: { REWARD_REPORT: REPORT_PATHS[framework] } },
   );
-  if (run.timedOut)
-    return { kind: 'timeout', detail: `tests did not finish in ${task.timeouts.test_s} s` };
+  if (run.timedOut) return { kind: 'timeout', detail: timeoutDetail(task) };
   if (run.truncated)
     return {
       kind: 'no_report',
@@ -139,7 +140,6 @@ export async function runTests(
   task: Task,
   testFiles: string[],
 ): Promise<TestRun> {
-  const timeout = `tests did not finish in ${task.timeouts.test_s} s`;
   const options = {
     timeoutMs: task.timeouts.test_s * 1000,
     maxOutputBytes: MAX_TEST_OUTPUT_BYTES,
@@ -150,7 +150,8 @@ export async function runTests(
   if (!parser || !task.test_command)
     return { kind: 'no_report', detail: 'the task names neither test_framework nor log_parser' };
   const run = await provider.exec(id, { shell: logScript(task, task.test_command) }, options);
-  if (run.timedOut) return { kind: 'timeout', detail: `${timeout}\n${tail(run.stdout)}` };
+  if (run.timedOut)
+    return { kind: 'timeout', detail: `${timeoutDetail(task)}\n${tail(run.stdout)}` };
   if (run.truncated)
     return { kind: 'no_report', detail: `test output over ${MAX_TEST_OUTPUT_BYTES} bytes` };
   const reported = parseTestLog(parser, run.stdout);

@@ -26,7 +26,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { hiddenPathsOf } from '../task-sandbox.js';
-import { canaryPlanOf, canaryStatuses } from './canary-plan.js';
+import { canaryStatuses, rewardCanaryPlan } from './canary-plan.js';
 import { pathsOf, stripTestChanges } from './diff.js';
 import type { ReportedStatus } from './report.js';
 import {
@@ -143,9 +143,7 @@ export async function evaluateTestsReward(
         `test patch does not apply over the agent diff: ${testsApplied.stderr}`,
       );
     }
-    // Canaries go into test-patch files; tests hidden in the image have none to go into.
-    const plan = task.test_patch === '' ? undefined : canaryPlanOf(task);
-    const canaries = await addCanaries(provider, id, task, plan, random);
+    const canaries = await addCanaries(provider, id, task, rewardCanaryPlan(task), random);
     if (typeof canaries === 'string') return verdict('patch_failed', undefined, canaries);
     guards = canaries.reduce((n, c) => n + c.ids.length, 0);
 
