@@ -1,5 +1,6 @@
 import type { InstanceConfig } from './instances.js';
 import { scrapeEngineMetrics, type EngineMetrics } from './metrics-scraper.js';
+import { probeHealth, type ProbeOutcome } from './probe.js';
 import type { InstanceView } from './routing/types.js';
 
 /** An engine instance as the registry knows it. */
@@ -14,7 +15,10 @@ export type RegisteredInstance = Omit<InstanceConfig, 'kvCapacityTokens'> & {
 export interface RegistryOptions {
   /** Interval between health checks (`GET /health`) of every instance, ms. Default 2,000. */
   healthIntervalMs?: number;
-  /** Consecutive failed health checks that take a healthy instance out. Default 2. */
+  /**
+   * Consecutive failed health checks that take a healthy instance out. Timeouts alone never take
+   * out the last healthy instance (a refused connection or an error answer does). Default 2.
+   */
   unhealthyAfterFailures?: number;
   /** Interval between metrics scrapes (`GET /metrics`) of the healthy instances, ms. Default 1,000. */
   metricsIntervalMs?: number;
@@ -22,6 +26,23 @@ export interface RegistryOptions {
   metricsMaxAgeMs?: number;
   /** Timeout of one health check or metrics scrape, ms. Default 1,000. */
   probeTimeoutMs?: number;
+  /**
+   * A health check's timer firing this much later than due found the event loop stalled (the
+   * answer may be unread in the socket): the check is given another `probeTimeoutMs` instead of
+   * failing, ms. Default 100.
+   */
+  probeStallMs?: number;
+  /**
+   * Times one health check is extended for a stalled event loop; past them its timeout counts,
+   * so a hung engine behind a stalled loop is failed after `(1 + this) x probeTimeoutMs` at least. Default 5.
+   */
+  probeStallExtensions?: number;
+  /**
+   * A health check or call that timed out within this long of the engine's last data on a
+   * generation stream (`progressed`) does not count: the engine is answering, ms. Default 4,000
+   * (twice the default `healthIntervalMs`).
+   */
+  streamGraceMs?: number;
   /** Clock in ms since the epoch (tests age metrics with it). Default `Date.now`. */
   now?: () => number;
 }
@@ -32,6 +53,9 @@ export const REGISTRY_DEFAULTS = {
   metricsIntervalMs: 1_000,
   metricsMaxAgeMs: 5_000,
   probeTimeoutMs: 1_000,
+  probeStallMs: 100,
+  probeStallExtensions: 5,
+  streamGraceMs: 4_000,
 } as const satisfies Required<Omit<RegistryOptions, 'now'>>;
 
 /** One generation the router sent to an instance and that has not finished yet. */
@@ -48,6 +72,10 @@ interface InstanceState {
   healthy: boolean;
   /** Consecutive failed health checks. */
   failures: number;
+  /** Of `failures`, those that were not timeouts (refused, reset, an error answer). */
+  hardFailures: number;
+  /** When the engine last delivered data on a generation stream; undefined before the first. */
+  progressAt: number | undefined;
   /** Bumped when the instance is taken out, so a health check begun before that cannot revive it. */
   epoch: number;
   metrics: EngineMetrics | undefined;
@@ -81,6 +109,8 @@ export class InstanceRegistry {
         capacity: config.kvCapacityTokens ?? Infinity,
         healthy: true,
         failures: 0,
+        hardFailures: 0,
+        progressAt: undefined,
         epoch: 0,
         metrics: undefined,
         inFlight: new Set(),
@@ -157,9 +187,20 @@ export class InstanceRegistry {
     await Promise.all(this.names.map((n) => this.scrape(n)));
   }
 
-  /** Takes the instance out now (it failed a call); only a passing health check brings it back. */
-  markDown(name: string): void {
-    this.takeOut(this.state(name));
+  /**
+   * Takes the instance out now (it failed a call); only a passing health check brings it back. A
+   * call that `timedOut` (the engine was slow, not refusing or failing) takes out neither an
+   * instance answering streams nor the last healthy one.
+   */
+  markDown(name: string, timedOut = false): void {
+    const s = this.state(name);
+    if (timedOut && !this.mayTimeOut(s)) return;
+    this.takeOut(s);
+  }
+
+  /** The instance delivered data on a generation stream now: probe timeouts are not held against it for `streamGraceMs`. */
+  progressed(name: string): void {
+    this.state(name).progressAt = this.options.now();
   }
 
   /** Counts a call sent to the instance until `end`. */
@@ -209,22 +250,35 @@ export class InstanceRegistry {
 
   private async probeHealth(s: InstanceState): Promise<boolean> {
     const epoch = s.epoch;
-    let ok: boolean;
-    try {
-      const response = await fetch(`${s.config.url}/health`, { signal: AbortSignal.timeout(this.options.probeTimeoutMs) });
-      await response.arrayBuffer();
-      ok = response.ok;
-    } catch {
-      ok = false;
+    const outcome: ProbeOutcome = await probeHealth(`${s.config.url}/health`, {
+      timeoutMs: this.options.probeTimeoutMs,
+      stallMs: this.options.probeStallMs,
+      maxExtensions: this.options.probeStallExtensions,
+    });
+    if (outcome === 'passed') {
+      if (epoch === s.epoch) {
+        s.failures = 0;
+        s.hardFailures = 0;
+        s.healthy = true;
+      }
+      return s.healthy;
     }
-    if (ok && epoch === s.epoch) {
-      s.failures = 0;
-      s.healthy = true;
-    } else if (!ok) {
-      s.failures += 1;
-      if (s.failures >= this.options.unhealthyAfterFailures) this.takeOut(s);
-    }
+    if (outcome === 'timedOut' && this.answering(s)) return s.healthy;
+    s.failures += 1;
+    if (outcome === 'failed') s.hardFailures += 1;
+    if (s.failures >= this.options.unhealthyAfterFailures && (s.hardFailures > 0 || this.mayTimeOut(s))) this.takeOut(s);
     return s.healthy;
+  }
+
+  private answering(s: InstanceState): boolean {
+    return s.progressAt !== undefined && this.options.now() - s.progressAt <= this.options.streamGraceMs;
+  }
+
+  /** Whether timeouts alone may take the instance out: it answers no stream, and another instance is healthy. */
+  private mayTimeOut(s: InstanceState): boolean {
+    if (this.answering(s)) return false;
+    for (const other of this.states.values()) if (other !== s && other.healthy) return true;
+    return false;
   }
 
   private takeOut(s: InstanceState): void {

@@ -79,7 +79,14 @@ export interface CallRouter {
   /** A failover placement, at once, avoiding `exclude`. */
   place(call: RouteCall, exclude?: ReadonlySet<string>): { readonly instance: string } | undefined | Promise<{ readonly instance: string } | undefined>;
   finished(placement: { readonly instance: string }, sampledIds: readonly number[]): void;
-  failed(placement: { readonly instance: string }, engineDown: boolean): void;
+  /**
+   * The call failed; `engineDown` when the engine did not answer, `timedOut` when that was a
+   * timeout (slow, not refusing or failing: it takes out neither an engine answering streams nor
+   * the last healthy one).
+   */
+  failed(placement: { readonly instance: string }, engineDown: boolean, timedOut?: boolean): void;
+  /** The placement's engine delivered data on its generation stream (health checks' timeouts do not count against it meanwhile). */
+  progressed?(placement: { readonly instance: string }): void;
   forgetSession(sessionId: string): void;
 }
 
@@ -235,12 +242,17 @@ export class Router implements CallRouter {
   /**
    * The call failed. When the engine did not answer (`engineDown`), the instance is taken out and
    * checked at once: a live engine that failed one request is back as soon as its check passes.
+   * A timeout (`timedOut`) takes out neither an engine answering streams nor the last healthy one.
    */
-  failed(placement: RequestPlacement, engineDown: boolean): void {
+  failed(placement: RequestPlacement, engineDown: boolean, timedOut = false): void {
     this.release(placement, 0);
     if (!engineDown) return;
-    this.registry.markDown(placement.instance);
+    this.registry.markDown(placement.instance, timedOut);
     void this.registry.checkHealth(placement.instance);
+  }
+
+  progressed(placement: { readonly instance: string }): void {
+    this.registry.progressed(placement.instance);
   }
 
   /**

@@ -399,7 +399,7 @@ export const ConfigSchema = z
         maxAttempts: z.number().int().positive().default(ROUTING_DEFAULTS.maxAttempts),
         /** Interval between health checks (`/health`) of every engine, ms. Default 2000. */
         healthIntervalMs: z.number().int().positive().default(ROUTING_DEFAULTS.healthIntervalMs),
-        /** Consecutive failed health checks that take an engine out. Default 2. */
+        /** Consecutive failed health checks that take an engine out; timeouts alone never take out the last healthy one. Default 2. */
         unhealthyAfterFailures: z
           .number()
           .int()
@@ -411,6 +411,16 @@ export const ConfigSchema = z
         metricsMaxAgeMs: z.number().int().positive().default(ROUTING_DEFAULTS.metricsMaxAgeMs),
         /** Timeout of one health check or scrape, ms. Default 1000. */
         probeTimeoutMs: z.number().int().positive().default(ROUTING_DEFAULTS.probeTimeoutMs),
+        /** A health check's timer this late found the event loop stalled: the check gets another `probeTimeoutMs` instead of failing, ms. Default 100. */
+        probeStallMs: z.number().int().positive().default(ROUTING_DEFAULTS.probeStallMs),
+        /** Times one health check is extended for a stalled event loop before its timeout counts. Default 5. */
+        probeStallExtensions: z
+          .number()
+          .int()
+          .min(0)
+          .default(ROUTING_DEFAULTS.probeStallExtensions),
+        /** A check or call timing out within this long of the engine's last data on a generation stream does not count, ms. Default 4000. */
+        streamGraceMs: z.number().int().min(0).default(ROUTING_DEFAULTS.streamGraceMs),
         /** Token-level admission: calls that fit no engine's KV memory wait in the router. */
         admission: z
           .object({

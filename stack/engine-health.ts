@@ -17,6 +17,8 @@ export async function startEngineHealth(engines: InstanceConfig[], routing: Conf
     healthIntervalMs: routing.healthIntervalMs,
     unhealthyAfterFailures: routing.unhealthyAfterFailures,
     probeTimeoutMs: routing.probeTimeoutMs,
+    probeStallMs: routing.probeStallMs,
+    probeStallExtensions: routing.probeStallExtensions,
   });
   const checkAll = () => Promise.all(registry.names.map((name) => registry.checkHealth(name)));
   // Instances start healthy and go out after this many failed checks in a row.

@@ -1,5 +1,6 @@
 import { canonicalKey, type ChatMessage, type Codec, type ParsedTurn, type ToolSpec } from '../codec/index.js';
 import { StoreConflictError, type Store } from '../../trajectory/index.js';
+import { isTimeout } from '../../scheduler/probe.js';
 import { routeChainId, type CallRouter, type RouteCall } from '../../scheduler/router.js';
 import { BackendError, type Backend, type GenerateRequest, type GenerateResult } from '../backends/backend.js';
 import { generateResumable, type PolicyGate } from '../policy/resumable.js';
@@ -139,18 +140,19 @@ async function generateRouted(
     try {
       const result = await deps.backendFor(placement.instance).generate({
         ...request,
-        onTokens:
-          forward &&
-          ((ids, logprobs) => {
-            streamed = true;
-            forward(ids, logprobs);
-          }),
+        // Every chunk, streaming client or not, tells the registry the engine is answering.
+        onTokens: (ids, logprobs) => {
+          deps.router.progressed?.(placement);
+          if (!forward) return;
+          streamed = true;
+          forward(ids, logprobs);
+        },
       });
       deps.router.finished(placement, result.ids);
       return result;
     } catch (error) {
       const engineDown = error instanceof BackendError && error.status >= 500 && !streamed;
-      deps.router.failed(placement, engineDown);
+      deps.router.failed(placement, engineDown, isTimeout(error));
       if (!engineDown) throw error;
       tried.add(placement.instance);
       failure = error;

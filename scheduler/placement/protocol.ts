@@ -34,8 +34,8 @@ export const AcquireBody = CallBody;
 export const PlaceBody = CallBody.extend({ exclude: z.array(Name).max(1_024) });
 /** `POST /v1/finished`: the call ended; `blocks` (prompt + output) are now cached on its engine. */
 export const FinishedBody = z.object({ id: PlacementId, outputTokens: Tokens, blocks: Blocks });
-/** `POST /v1/failed`: the call failed; `engineDown` when the engine never answered. */
-export const FailedBody = z.object({ id: PlacementId, engineDown: z.boolean() });
+/** `POST /v1/failed`: the call failed; `engineDown` when the engine never answered, `timedOut` when that was a timeout. */
+export const FailedBody = z.object({ id: PlacementId, engineDown: z.boolean(), timedOut: z.boolean().default(false) });
 /** `POST /v1/renew`: the caller's placements still in flight (unrenewed ones lapse). */
 export const RenewBody = z.object({ ids: z.array(PlacementId).max(100_000) });
 /** `POST /v1/sessions/forget`: the session makes no more calls; its reservations go. */

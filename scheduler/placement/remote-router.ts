@@ -117,10 +117,18 @@ export class RemoteRouter implements CallRouter {
     this.notify('/v1/finished', { id: placement.id, outputTokens: sampledIds.length, blocks });
   }
 
-  failed(placement: RemotePlacement, engineDown: boolean): void {
-    if (placement.via === 'local') return this.local.failed(placement.placement, engineDown);
+  failed(placement: RemotePlacement, engineDown: boolean, timedOut = false): void {
+    if (placement.via === 'local') return this.local.failed(placement.placement, engineDown, timedOut);
     this.outstanding.delete(placement.id);
-    this.notify('/v1/failed', { id: placement.id, engineDown });
+    this.notify('/v1/failed', { id: placement.id, engineDown, timedOut });
+  }
+
+  /**
+   * Stream progress reaches only the local fallback's registry (it keeps the engines it routes to
+   * in while they answer): the service's own checks run on its own, unloaded event loop.
+   */
+  progressed(placement: RemotePlacement): void {
+    this.local.progressed(placement);
   }
 
   forgetSession(sessionId: string): void {

@@ -166,7 +166,7 @@ function placementRoutes(router: Router, book: PlacementBook, token: string, opt
     });
     app.post('/v1/failed', async (request, reply) => {
       const body = parse(FailedBody, request.body);
-      router.failed(book.take(body.id), body.engineDown);
+      router.failed(book.take(body.id), body.engineDown, body.timedOut);
       return reply.code(204).send();
     });
     app.post('/v1/renew', async (request) => ({ unknown: book.renew(parse(RenewBody, request.body).ids) }));
