@@ -1,3 +1,5 @@
+import { hash } from 'node:crypto';
+
 /**
  * The protocol-neutral conversation the codec renders. Every protocol lowers its request to this
  * shape; the chat template sees exactly these fields.
@@ -36,6 +38,14 @@ export function canonicalKey(message: ChatMessage): string {
     default:
       return JSON.stringify([message.role, message.content]);
   }
+}
+
+/**
+ * A message's identity for matching histories: a 128-bit digest of its canonical key, so a live
+ * chain keeps 22 characters a message instead of the message's text.
+ */
+export function messageDigest(message: ChatMessage): string {
+  return hash('sha256', canonicalKey(message), 'base64').slice(0, 22);
 }
 
 function sortKeys(value: unknown): unknown {
