@@ -71,10 +71,20 @@ async function runSession(url: string, s: number): Promise<{ sessionId: string; 
   return { sessionId, promptTokens };
 }
 
-function heldBytes(): number {
-  (globalThis as { gc?: () => void }).gc!();
+interface Held {
+  heap: number;
+  buffers: number;
+}
+
+/** After full collections: array buffers are freed by a sweeper that runs after the GC returns. */
+async function held(): Promise<Held> {
+  const gc = (globalThis as { gc?: () => void }).gc!;
+  for (let i = 0; i < 3; i++) {
+    gc();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
   const m = process.memoryUsage();
-  return m.heapUsed + m.arrayBuffers;
+  return { heap: m.heapUsed, buffers: m.arrayBuffers };
 }
 
 async function main(): Promise<void> {
@@ -92,7 +102,7 @@ async function main(): Promise<void> {
     // One session first, closed again: codec caches and code paths warm before the baseline.
     const warm = await runSession(url, SESSIONS);
     await fetch(`${url}/admin/v1/sessions/${warm.sessionId}/close`, { method: 'POST', headers: admin, body: JSON.stringify({ reason: 'done' }) });
-    const before = heldBytes();
+    const before = await held();
     const cpu0 = process.cpuUsage();
     const done: { sessionId: string; promptTokens: number }[] = [];
     let next = 0;
@@ -102,17 +112,20 @@ async function main(): Promise<void> {
       }),
     );
     const cpu = process.cpuUsage(cpu0);
-    const live = heldBytes();
+    const live = await held();
     for (const { sessionId } of done) {
       await fetch(`${url}/admin/v1/sessions/${sessionId}/close`, { method: 'POST', headers: admin, body: JSON.stringify({ reason: 'done' }) });
     }
-    const closed = heldBytes();
+    const closed = await held();
     const tokens = done.reduce((sum, d) => sum + d.promptTokens, 0) / done.length;
-    const kib = (bytes: number) => `${(bytes / SESSIONS / 1024).toFixed(0)} KiB`;
+    const kib = (a: Held, b: Held) => {
+      const per = (bytes: number) => `${(bytes / SESSIONS / 1024).toFixed(0)} KiB`;
+      return `${per(a.heap + a.buffers - b.heap - b.buffers)} (heap ${per(a.heap - b.heap)}, array buffers ${per(a.buffers - b.buffers)})`;
+    };
     console.log(`${SESSIONS} live sessions of ${TURNS} turns, last prompt ${tokens.toFixed(0)} tokens on average`);
-    console.log(`held per live session (heap + array buffers after GC): ${kib(live - before)}`);
-    console.log(`  of which the sessions' own state (freed by closing them): ${kib(live - closed)}`);
-    console.log(`  outliving them (router hasher, prefix index, caches): ${kib(closed - before)}`);
+    console.log(`held per live session after GC: ${kib(live, before)}`);
+    console.log(`  of which the sessions' own state (freed by closing them): ${kib(live, closed)}`);
+    console.log(`  outliving them (router hasher, prefix index, caches): ${kib(closed, before)}`);
     console.log(`process CPU per turn (gateway and load generator): ${((cpu.user + cpu.system) / 1000 / (SESSIONS * TURNS)).toFixed(2)} ms`);
   } finally {
     await gateway?.close();

@@ -220,7 +220,7 @@ export class Router implements CallRouter {
 
   /** The call ended on its instance (finished or aborted) with `sampledIds`, now cached there too. */
   finished(placement: Placement, sampledIds: readonly number[]): void {
-    const cached = this.prefix.insert && sampledIds.length > 0 ? this.blockHashes(placement.request.chainId, Array.from(placement.promptIds).concat(sampledIds)) : [];
+    const cached = this.prefix.insert && sampledIds.length > 0 ? this.blockHashes(placement.request.chainId, promptAndOutput(placement.promptIds, sampledIds)) : [];
     this.ended(placement, sampledIds.length, cached);
   }
 
@@ -284,6 +284,14 @@ export class Router implements CallRouter {
     this.timer = setTimeout(() => this.pump(), Math.max(1, deadline - this.now()));
     this.timer.unref();
   }
+}
+
+/** A finished call's prompt and output as one id array, to hash the blocks now cached. */
+export function promptAndOutput(prompt: ArrayLike<number>, output: ArrayLike<number>): Uint32Array {
+  const ids = new Uint32Array(prompt.length + output.length);
+  ids.set(prompt);
+  ids.set(output, prompt.length);
+  return ids;
 }
 
 /** The id a session's chain is routed under; sticky policies and admission key on it. */

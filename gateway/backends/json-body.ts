@@ -1,5 +1,3 @@
-/** Widest decimal token id: 2^32 - 1 has 10 digits, plus its comma. */
-const MAX_ID_BYTES = 11;
 const COMMA = 0x2c;
 const ZERO = 0x30;
 
@@ -16,8 +14,10 @@ export function jsonBodyWithIds(
 ): Uint8Array<ArrayBuffer> {
   const head = `${jsonMembers(before, '{', ',')}${JSON.stringify(key)}:[`;
   const tail = `]${jsonMembers(after, ',', '')}}`;
-  const headBytes = Buffer.byteLength(head);
-  const out = Buffer.allocUnsafe(headBytes + ids.length * MAX_ID_BYTES + Buffer.byteLength(tail));
+  // Sized exactly (a first pass counts digits): the body is all that is allocated.
+  let idBytes = Math.max(0, ids.length - 1);
+  for (let i = 0; i < ids.length; i++) idBytes += idLength(ids[i]!);
+  const out = Buffer.allocUnsafe(Buffer.byteLength(head) + idBytes + Buffer.byteLength(tail));
   let at = out.write(head, 0);
   for (let i = 0; i < ids.length; i++) {
     if (i > 0) out[at++] = COMMA;
@@ -33,16 +33,31 @@ function jsonMembers(members: Record<string, unknown>, open: string, close: stri
   return json === '{}' ? (open === '{' ? '{' : '') : `${open}${json.slice(1, -1)}${close}`;
 }
 
+/** Token ids are whole and below 2^31 (vocabularies are far smaller); anything else is written as JSON writes it. */
+function isPlainId(id: number): boolean {
+  return (id | 0) === id && id >= 0;
+}
+
+/** Bytes `writeId` writes for `id`. */
+function idLength(id: number): number {
+  return isPlainId(id) ? decimalDigits(id) : JSON.stringify(id).length;
+}
+
 /** Writes one id's decimal digits at `at`; returns the offset after them. */
 function writeId(out: Buffer, at: number, id: number): number {
-  // Token ids are whole and unsigned 32-bit; anything else is written as JSON writes it.
-  if (id >>> 0 !== id) return at + out.write(JSON.stringify(id), at, 'latin1');
-  if (id < 10) {
-    out[at] = ZERO + id;
-    return at + 1;
+  if (!isPlainId(id)) return at + out.write(JSON.stringify(id), at, 'latin1');
+  const digits = decimalDigits(id);
+  for (let i = at + digits - 1, rest = id; i >= at; i--) {
+    const tenth = (rest / 10) | 0;
+    out[i] = ZERO + rest - tenth * 10;
+    rest = tenth;
   }
-  let digits = 1;
-  for (let rest = id; rest >= 10; rest = Math.floor(rest / 10)) digits++;
-  for (let i = at + digits - 1, rest = id; i >= at; i--, rest = Math.floor(rest / 10)) out[i] = ZERO + (rest % 10);
   return at + digits;
+}
+
+function decimalDigits(id: number): number {
+  if (id < 1_000_000) return id < 10 ? 1 : id < 100 ? 2 : id < 1000 ? 3 : id < 10_000 ? 4 : id < 100_000 ? 5 : 6;
+  let digits = 1;
+  for (let rest = id; rest >= 10; rest = (rest / 10) | 0) digits++;
+  return digits;
 }

@@ -1,7 +1,7 @@
 /** Smallest allocation, so short chains do not regrow on every turn. */
 const MIN_CAPACITY = 256;
 /** Spare room a growth leaves, as a fraction of the tokens held: memory stays near 4 bytes a token. */
-const SLACK = 0.25;
+const SLACK = 0.125;
 
 /**
  * A chain's token ids: an append-only Uint32Array with bounded slack, truncated only by a rollback.

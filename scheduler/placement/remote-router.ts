@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { RegisteredInstance } from '../registry.js';
 import { IncrementalHasher } from '../routing/block-hash.js';
-import { createRouter, ROUTING_DEFAULTS, type CallRouter, type Placement, type RouteCall, type Router, type RoutingOptions } from '../router.js';
+import { createRouter, promptAndOutput, ROUTING_DEFAULTS, type CallRouter, type Placement, type RouteCall, type Router, type RoutingOptions } from '../router.js';
 import { InstancesAnswer, PlacementAnswer, type CallBody } from './protocol.js';
 
 export interface RemoteRouterOptions {
@@ -113,7 +113,7 @@ export class RemoteRouter implements CallRouter {
   finished(placement: RemotePlacement, sampledIds: readonly number[]): void {
     if (placement.via === 'local') return this.local.finished(placement.placement, sampledIds);
     this.outstanding.delete(placement.id);
-    const blocks = sampledIds.length > 0 ? [...this.hasher.hashes(placement.chainId, Array.from(placement.promptIds).concat(sampledIds))] : [];
+    const blocks = sampledIds.length > 0 ? [...this.hasher.hashes(placement.chainId, promptAndOutput(placement.promptIds, sampledIds))] : [];
     this.notify('/v1/finished', { id: placement.id, outputTokens: sampledIds.length, blocks });
   }
 

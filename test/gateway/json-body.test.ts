@@ -35,7 +35,7 @@ describe('jsonBodyWithIds', () => {
   });
 
   it('writes what is not a 32-bit id as JSON does, not as digits', () => {
-    const odd = [1.5, -3, 2 ** 32, NaN, -0];
+    const odd = [1.5, -3, 2 ** 32, NaN, -0, 1.2345678901234567e300, -Number.MIN_VALUE];
     expect(text(jsonBodyWithIds({}, 'ids', odd, {}))).toBe(JSON.stringify({ ids: odd }));
   });
 });
