@@ -1,4 +1,4 @@
-import { hash } from 'node:crypto';
+import { createHash } from 'node:crypto';
 
 /**
  * The protocol-neutral conversation the codec renders. Every protocol lowers its request to this
@@ -41,11 +41,20 @@ export function canonicalKey(message: ChatMessage): string {
 }
 
 /**
- * A message's identity for matching histories: a 128-bit digest of its canonical key, so a live
- * chain keeps 22 characters a message instead of the message's text.
+ * A message's identity for matching histories: a 128-bit digest of what `canonicalKey` compares,
+ * so a live chain keeps 22 characters a message instead of its text. The parts are hashed
+ * length-prefixed rather than as canonical JSON, which would copy and escape every message's text
+ * on every request (a lone surrogate hashes as U+FFFD, as the tokenizer reads it).
  */
 export function messageDigest(message: ChatMessage): string {
-  return hash('sha256', canonicalKey(message), 'base64').slice(0, 22);
+  const digest = createHash('sha256');
+  const part = (text: string) => digest.update(`${text.length}:`).update(text);
+  part(message.role);
+  if (message.role === 'assistant') {
+    part(message.content.trim());
+    part(JSON.stringify((message.tool_calls ?? []).map((c) => [c.name, sortKeys(c.arguments)])));
+  } else part(message.content);
+  return digest.digest('base64').slice(0, 22);
 }
 
 function sortKeys(value: unknown): unknown {
