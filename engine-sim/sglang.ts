@@ -30,6 +30,8 @@ export const GenerateRequestSchema = z.object({
   sampling_params: SamplingParamsSchema.nullish(),
   rid: z.string().min(1).nullish(),
   return_logprob: z.boolean().nullish(),
+  /** -1 (SGLang's default): log-probs of output tokens only; the simulator has no prompt log-probs. */
+  logprob_start_len: z.literal(-1, { error: 'engine-sim returns output log-probs only (logprob_start_len -1)' }).nullish(),
   top_logprobs_num: z.number().int().min(0).nullish(),
   return_text_in_logprobs: z.boolean().nullish(),
   stream: z.boolean().nullish(),

@@ -63,14 +63,27 @@ export function exceedsJsonDepth(text: string, maxDepth: number = REQUEST_LIMITS
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === BACKSLASH) i++;
-      else if (c === QUOTE) inString = false;
+      // Strings are most of a conversation's bytes: jump to the next quote not escaped.
+      const end = closingQuote(text, i);
+      if (end < 0) return false;
+      i = end;
+      inString = false;
     } else if (c === QUOTE) inString = true;
     else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
       if (++depth > maxDepth) return true;
     } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) depth--;
   }
   return false;
+}
+
+/** The index of the quote that closes a string whose text starts at `from`, or -1. */
+function closingQuote(text: string, from: number): number {
+  for (let quote = text.indexOf('"', from); quote >= 0; quote = text.indexOf('"', quote + 1)) {
+    let backslashes = 0;
+    while (quote - backslashes - 1 >= from && text.charCodeAt(quote - backslashes - 1) === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) return quote;
+  }
+  return -1;
 }
 
 /** A string field that holds JSON (tool-call arguments): length- and depth-bounded before anyone parses it. */

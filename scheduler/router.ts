@@ -23,7 +23,7 @@ export interface RouterOptions {
    * Chained block hashes of a chain's tokens (its prompt, later prompt + output); full blocks only.
    * Default: none (`[]`), so prefix-aware policies see no matches.
    */
-  blockHashes?: (chainId: string, tokens: readonly number[]) => readonly BlockHash[];
+  blockHashes?: (chainId: string, tokens: ArrayLike<number>) => readonly BlockHash[];
   /** Engines one generation may be sent to, the first included, before its failure is final. Default 3. */
   maxAttempts?: number;
   /**
@@ -44,7 +44,8 @@ interface Waiter {
 export interface RouteCall {
   /** The chain (trajectory) the call continues. */
   chainId: string;
-  promptIds: readonly number[];
+  /** Often a view of the chain's token buffer: valid until the call finishes, never changed. */
+  promptIds: ArrayLike<number>;
   /** Output tokens expected (the call's max_tokens). */
   expectedOutputTokens: number;
   /** The episode's home instance (admission's choice), if any. */
@@ -59,7 +60,7 @@ export interface RequestPlacement extends RouteDecision {
 
 /** A call placed on an instance; its prompt is kept to hash prompt + output when it finishes. */
 export interface Placement extends RequestPlacement {
-  readonly promptIds: readonly number[];
+  readonly promptIds: ArrayLike<number>;
 }
 
 /**
@@ -99,7 +100,7 @@ export interface CallRouter {
 export class Router implements CallRouter {
   readonly maxAttempts: number;
   private readonly blockSize: number;
-  private readonly blockHashes: (chainId: string, tokens: readonly number[]) => readonly BlockHash[];
+  private readonly blockHashes: (chainId: string, tokens: ArrayLike<number>) => readonly BlockHash[];
   private readonly gate: KvGate<Waiter> | undefined;
   private readonly now: () => number;
   /** Wakes the gate at its next deadline while calls wait. */
@@ -226,7 +227,7 @@ export class Router implements CallRouter {
 
   /** The call ended on its instance (finished or aborted) with `sampledIds`, now cached there too. */
   finished(placement: Placement, sampledIds: readonly number[]): void {
-    const cached = this.prefix.insert && sampledIds.length > 0 ? this.blockHashes(placement.request.chainId, [...placement.promptIds, ...sampledIds]) : [];
+    const cached = this.prefix.insert && sampledIds.length > 0 ? this.blockHashes(placement.request.chainId, promptAndOutput(placement.promptIds, sampledIds)) : [];
     this.ended(placement, sampledIds.length, cached);
   }
 
@@ -295,6 +296,14 @@ export class Router implements CallRouter {
     this.timer = setTimeout(() => this.pump(), Math.max(1, deadline - this.now()));
     this.timer.unref();
   }
+}
+
+/** A finished call's prompt and output as one id array, to hash the blocks now cached. */
+export function promptAndOutput(prompt: ArrayLike<number>, output: ArrayLike<number>): Uint32Array {
+  const ids = new Uint32Array(prompt.length + output.length);
+  ids.set(prompt);
+  ids.set(output, prompt.length);
+  return ids;
 }
 
 /** The id a session's chain is routed under; sticky policies and admission key on it. */

@@ -1,6 +1,7 @@
 /** A generation request with token ids in and token ids out. */
 export interface GenerateRequest {
-  promptIds: number[];
+  /** The prompt, often a view of the chain's buffer: read during the call, never kept or changed. */
+  promptIds: ArrayLike<number>;
   maxTokens: number;
   temperature: number;
   topP: number;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { BackendError, engineStatus, parseWeightVersion, type Backend, type GenerateRequest, type GenerateResult } from './backend.js';
+import { jsonBodyWithIds } from './json-body.js';
 import { readSseData } from './sse.js';
 
 /** SGLang's logprob entry: [logprob, token id, token text or null]. */
@@ -78,9 +79,7 @@ export class SglangBackend implements Backend {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           signal: request.signal,
-          body: JSON.stringify({
-            rid,
-            input_ids: request.promptIds,
+          body: jsonBodyWithIds({ rid }, 'input_ids', request.promptIds, {
             sampling_params: {
               max_new_tokens: request.maxTokens,
               temperature: request.temperature,
@@ -88,6 +87,8 @@ export class SglangBackend implements Backend {
               skip_special_tokens: false,
             },
             return_logprob: true,
+            // Log-probs of output tokens only (SGLang's default, said explicitly): none of the prompt's.
+            logprob_start_len: -1,
             stream: true,
           }),
         });

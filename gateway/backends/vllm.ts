@@ -1,10 +1,15 @@
 import { z } from 'zod';
 import { BackendError, engineStatus, parseWeightVersion, type Backend, type GenerateRequest, type GenerateResult } from './backend.js';
+import { jsonBodyWithIds } from './json-body.js';
 import { readSseData } from './sse.js';
 
+/**
+ * A choice of a streamed chunk. The ids are read from `logprobs.tokens`, which
+ * `return_tokens_as_token_ids` makes `token_id:<id>`; `return_token_ids` is not asked for, since it
+ * also sends the whole prompt back in the first chunk.
+ */
 const ChoiceSchema = z.object({
-  token_ids: z.array(z.number().int()).nullish(),
-  logprobs: z.object({ token_logprobs: z.array(z.number().nullable()) }).nullish(),
+  logprobs: z.object({ tokens: z.array(z.string()), token_logprobs: z.array(z.number().nullable()) }).nullish(),
   finish_reason: z.string().nullish(),
 });
 const UsageSchema = z.object({
@@ -25,8 +30,9 @@ export interface VllmBackendOptions {
 }
 
 /**
- * vLLM's OpenAI-compatible `/v1/completions` with a token-id prompt and `return_token_ids`, always
- * streamed so tokens reach the client as they are produced and a disconnect aborts the request.
+ * vLLM's OpenAI-compatible `/v1/completions` with a token-id prompt, output ids only (as
+ * `logprobs.tokens` with `return_tokens_as_token_ids`), always streamed so tokens reach the client as
+ * they are produced and a disconnect aborts the request.
  */
 export class VllmBackend implements Backend {
   readonly kind = 'vllm' as const;
@@ -39,14 +45,12 @@ export class VllmBackend implements Backend {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         signal: request.signal,
-        body: JSON.stringify({
-          model: this.options.model,
-          prompt: request.promptIds,
+        body: jsonBodyWithIds({ model: this.options.model }, 'prompt', request.promptIds, {
           max_tokens: request.maxTokens,
           temperature: request.temperature,
           top_p: request.topP,
           logprobs: 0,
-          return_token_ids: true,
+          return_tokens_as_token_ids: true,
           skip_special_tokens: false,
           stream: true,
           stream_options: { include_usage: true },
@@ -72,7 +76,7 @@ export class VllmBackend implements Backend {
         const chunk = CompletionSchema.parse(JSON.parse(data));
         const choice = chunk.choices[0];
         if (choice) {
-          const newIds = choice.token_ids ?? [];
+          const newIds = (choice.logprobs?.tokens ?? []).map((token) => this.tokenId(token));
           const raw = choice.logprobs?.token_logprobs ?? [];
           // The gateway never invents log-probs: a missing one is the engine's error.
           if (raw.length !== newIds.length || raw.some((v) => v === null)) {
@@ -97,7 +101,16 @@ export class VllmBackend implements Backend {
     }
     return { ids, logprobs, finishReason, promptTokens, cachedTokens, weightVersion };
   }
+
+  /** A sampled token's id from its `token_id:<id>` label. */
+  private tokenId(token: string): number {
+    const match = TOKEN_ID.exec(token);
+    if (!match) throw new BackendError(`engine ${this.options.url} named a token ${JSON.stringify(token)}, not token_id:<id> (return_tokens_as_token_ids)`, 502);
+    return Number(match[1]);
+  }
 }
+
+const TOKEN_ID = /^token_id:(\d{1,10})$/;
 
 function aborted(request: GenerateRequest): GenerateResult {
   return { ids: [], logprobs: [], finishReason: 'abort', promptTokens: request.promptIds.length, cachedTokens: 0 };

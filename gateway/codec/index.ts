@@ -8,7 +8,7 @@ import { StreamSplitter } from './stream-splitter.js';
 import type { ToolSpec } from './messages.js';
 
 export type { ChatMessage, ToolCall, ToolSpec } from './messages.js';
-export { canonicalKey } from './messages.js';
+export { canonicalKey, messageDigest } from './messages.js';
 export type { ParsedTurn } from './tool-parser.js';
 export type { TextTokenizer } from './tokenizer.js';
 

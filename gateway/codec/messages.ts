@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /**
  * The protocol-neutral conversation the codec renders. Every protocol lowers its request to this
  * shape; the chat template sees exactly these fields.
@@ -36,6 +38,23 @@ export function canonicalKey(message: ChatMessage): string {
     default:
       return JSON.stringify([message.role, message.content]);
   }
+}
+
+/**
+ * A message's identity for matching histories: a 128-bit digest of what `canonicalKey` compares,
+ * so a live chain keeps 22 characters a message instead of its text. The parts are hashed
+ * length-prefixed rather than as canonical JSON, which would copy and escape every message's text
+ * on every request (a lone surrogate hashes as U+FFFD, as the tokenizer reads it).
+ */
+export function messageDigest(message: ChatMessage): string {
+  const digest = createHash('sha256');
+  const part = (text: string) => digest.update(`${text.length}:`).update(text);
+  part(message.role);
+  if (message.role === 'assistant') {
+    part(message.content.trim());
+    part(JSON.stringify((message.tool_calls ?? []).map((c) => [c.name, sortKeys(c.arguments)])));
+  } else part(message.content);
+  return digest.digest('base64').slice(0, 22);
 }
 
 function sortKeys(value: unknown): unknown {

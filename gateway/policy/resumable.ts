@@ -1,6 +1,7 @@
 import type { RouteCall } from '../../scheduler/router.js';
 import type { GenerateRequest, GenerateResult } from '../backends/backend.js';
 import type { GenerationLease } from './policy-control.js';
+import { joinIds } from '../session/token-buffer.js';
 
 /** What a generation needs from the policy state: a lease, waited for while paused. */
 export interface PolicyGate {
@@ -48,7 +49,7 @@ export async function generateResumable(
     const lease = await gate.acquire(request.signal);
     if (!lease) return done(undefined, 'abort');
     // Only a resumed part needs a new prompt: the first sends the client's as it is.
-    const promptIds = ids.length === 0 ? request.promptIds : [...request.promptIds, ...ids];
+    const promptIds = ids.length === 0 ? request.promptIds : joinIds(request.promptIds, ids);
     const maxTokens = request.maxTokens - ids.length;
     let part: GenerateResult;
     try {

@@ -1,4 +1,5 @@
-import { canonicalKey, type ChatMessage, type ToolSpec } from '../codec/index.js';
+import { messageDigest, type ChatMessage, type ToolSpec } from '../codec/index.js';
+import { TokenBuffer } from './token-buffer.js';
 
 /** Where a live turn sits in its chain, so it can be rolled back. */
 export interface ChainTurn {
@@ -11,21 +12,27 @@ export interface ChainTurn {
   sampledFrom: number;
   /** Why its generation ended, as the protocols report it (a repeated call is answered with it). */
   finishReason: TurnFinishReason;
+  /** Tool calls of its reply, taken back from the session's count when the turn is rolled back. */
+  toolCalls: number;
 }
 
 export type TurnFinishReason = 'stop' | 'tool_calls' | 'length';
 
+export type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
+
 /**
- * One linear token sequence of a session. `history` is the canonical conversation the tokens
- * encode (requests' messages and the replies the gateway returned); `tokens` is exactly what the
- * engine saw and sampled.
+ * One linear token sequence of a session. `keys` are digests of the canonical conversation the
+ * tokens encode (requests' messages and the replies the gateway returned); `tokens` is exactly what
+ * the engine saw and sampled. The messages themselves live in the store: memory keeps only the last
+ * reply, which a repeated call is answered with.
  */
 export class Chain {
   readonly keys: string[] = [];
-  readonly history: ChatMessage[] = [];
-  tokens: number[] = [];
+  readonly tokens = new TokenBuffer();
   turns: ChainTurn[] = [];
   nextSeq = 0;
+  /** The reply of the last live turn. */
+  lastReply: AssistantMessage | undefined;
   /** Set while a request generates on this chain; others wait for it. */
   busy: Promise<void> | undefined;
 
@@ -35,31 +42,33 @@ export class Chain {
     readonly toolsKey: string,
   ) {}
 
-  /** Applies a committed turn. */
+  /** Applies a committed turn; `appendedKeys` are the digests of `appended`, when known. */
   commit(turn: {
     baseTokens: number;
     baseHistory: number;
-    appended: ChatMessage[];
-    delta: number[];
-    sampled: number[];
-    reply: ChatMessage;
+    appended: readonly ChatMessage[];
+    appendedKeys?: readonly string[];
+    delta: ArrayLike<number>;
+    sampled: ArrayLike<number>;
+    reply: AssistantMessage;
     rolledBack: boolean;
     finishReason: TurnFinishReason;
   }): ChainTurn {
     if (turn.rolledBack) this.turns.pop();
-    this.tokens = [...this.tokens.slice(0, turn.baseTokens), ...turn.delta, ...turn.sampled];
-    this.history.splice(turn.baseHistory);
+    this.tokens.truncate(turn.baseTokens);
+    this.tokens.append(turn.delta);
+    this.tokens.append(turn.sampled);
     this.keys.splice(turn.baseHistory);
-    for (const message of [...turn.appended, turn.reply]) {
-      this.history.push(message);
-      this.keys.push(canonicalKey(message));
-    }
+    for (const key of turn.appendedKeys ?? turn.appended.map(messageDigest)) this.keys.push(key);
+    this.keys.push(messageDigest(turn.reply));
+    this.lastReply = turn.reply;
     const committed = {
       seq: this.nextSeq++,
       start: turn.baseTokens,
       historyBefore: turn.baseHistory,
       sampledFrom: turn.baseTokens + turn.delta.length,
       finishReason: turn.finishReason,
+      toolCalls: turn.reply.tool_calls?.length ?? 0,
     };
     this.turns.push(committed);
     return committed;

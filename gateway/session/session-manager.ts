@@ -4,7 +4,7 @@ import { SessionMovedError, UnknownSessionError } from './errors.js';
 import type { SessionOwnership } from './ownership.js';
 import { GatewaySession } from './session.js';
 import type { Codec } from '../codec/index.js';
-import { driftReport } from './drift.js';
+import { driftReport, historiesOf } from './drift.js';
 
 /** What closing a session reports back to the episode (small: it travels in Temporal payloads). */
 export interface SessionSummary {
@@ -97,7 +97,11 @@ export class SessionManager {
     }
     const turns = await this.store.loadTurns(sessionId);
     const session = this.live.get(record.key) ?? GatewaySession.restore(record, turns);
-    await this.store.saveChainReports(sessionId, session.chains.filter((c) => c.turns.length > 0).map((c) => driftReport(this.codec, c)));
+    const histories = historiesOf(turns);
+    await this.store.saveChainReports(
+      sessionId,
+      session.chains.filter((c) => c.turns.length > 0).map((c) => driftReport(this.codec, c, histories.get(c.index) ?? [])),
+    );
     await this.store.closeSession(sessionId, session.terminationReason ?? reason);
     this.live.delete(record.key);
     const tokens = session.chains.reduce((sum, c) => sum + c.tokens.length, 0);

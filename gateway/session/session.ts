@@ -1,6 +1,6 @@
 import type { ToolSpec } from '../codec/index.js';
 import type { SessionRecord, StoredTurn } from '../../trajectory/index.js';
-import { Chain, toolsKeyOf } from './chain.js';
+import { Chain, toolsKeyOf, type AssistantMessage } from './chain.js';
 import { Mutex } from './mutex.js';
 
 /** A session's live state: its chains and budget counters. */
@@ -43,10 +43,10 @@ export class GatewaySession {
         continue;
       }
       chain.nextSeq = turn.seq;
-      const reply = JSON.parse(turn.replyJson);
+      const reply = JSON.parse(turn.replyJson) as AssistantMessage;
       chain.commit({
         baseTokens: chain.tokens.length,
-        baseHistory: chain.history.length,
+        baseHistory: chain.keys.length,
         appended: JSON.parse(turn.messagesJson),
         delta: turn.promptDelta,
         sampled: turn.sampled,

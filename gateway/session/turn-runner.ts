@@ -1,10 +1,10 @@
-import { canonicalKey, type ChatMessage, type Codec, type ParsedTurn, type ToolSpec } from '../codec/index.js';
+import { messageDigest, type ChatMessage, type Codec, type ParsedTurn, type ToolSpec } from '../codec/index.js';
 import { StoreConflictError, type Store } from '../../trajectory/index.js';
 import { isTimeout } from '../../scheduler/probe.js';
 import { routeChainId, type CallRouter, type RouteCall } from '../../scheduler/router.js';
 import { BackendError, type Backend, type GenerateRequest, type GenerateResult } from '../backends/backend.js';
 import { generateResumable, type PolicyGate } from '../policy/resumable.js';
-import { toolsKeyOf, type Chain } from './chain.js';
+import { toolsKeyOf, type AssistantMessage, type Chain } from './chain.js';
 import { planRequest, type ChainPlan } from './planner.js';
 import type { GatewaySession } from './session.js';
 import { SessionMovedError } from './errors.js';
@@ -32,7 +32,7 @@ export interface TurnUsage {
   cachedTokens: number;
 }
 
-export type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
+export type { AssistantMessage } from './chain.js';
 
 export type TurnResult =
   | { kind: 'generated'; parsed: ParsedTurn; reply: AssistantMessage; finishReason: 'stop' | 'tool_calls' | 'length'; usage: TurnUsage }
@@ -61,6 +61,8 @@ export interface TurnRunnerDeps {
 /** A chain held by one in-flight request: other requests that pick it wait for it. */
 interface Reservation {
   plan: ChainPlan;
+  /** Digests of the request's messages. */
+  keys: string[];
   chain: Chain;
   release: () => void;
 }
@@ -73,7 +75,7 @@ interface Reservation {
 async function reserve(session: GatewaySession, input: TurnInput): Promise<Reservation | BudgetResult | { repeated: Chain }> {
   for (;;) {
     const step = await session.lock.run(async (): Promise<Reservation | BudgetResult | { repeated: Chain } | { wait: Promise<void> }> => {
-      const keys = input.messages.map(canonicalKey);
+      const keys = input.messages.map(messageDigest);
       const toolsKey = toolsKeyOf(input.tools);
       // Before the budgets: the repeated turn was within them when it was committed.
       const repeated = input.turnPosition === undefined ? undefined : findRepeatedTurn(session.chains, keys, toolsKey, input.turnPosition);
@@ -96,6 +98,7 @@ async function reserve(session: GatewaySession, input: TurnInput): Promise<Reser
       chain.busy = new Promise<void>((resolve) => (release = resolve));
       return {
         plan,
+        keys,
         chain,
         release: () => {
           chain.busy = undefined;
@@ -167,8 +170,8 @@ async function generateRouted(
  */
 function repeatedTurn(chain: Chain, input: TurnInput): TurnResult {
   const turn = chain.turns[chain.turns.length - 1]!;
-  const reply = chain.history[chain.history.length - 1] as AssistantMessage;
-  const sampled = chain.tokens.slice(turn.sampledFrom);
+  const reply = chain.lastReply!;
+  const sampled = Array.from(chain.tokens.range(turn.sampledFrom));
   input.onPrompt?.(turn.sampledFrom);
   input.onTokens?.(sampled);
   return {
@@ -189,19 +192,20 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
   const reserved = await reserve(session, input);
   if ('repeated' in reserved) return repeatedTurn(reserved.repeated, input);
   if (!('chain' in reserved)) return reserved;
-  const { plan, chain, release } = reserved;
+  const { plan, keys, chain, release } = reserved;
   try {
     const { budgets, sampling, homeInstance } = session.record.info;
     const { encoder, tokenizer } = deps.codec;
-    const base = plan.kind === 'new' ? [] : chain.tokens.slice(0, plan.baseTokens);
+    const baseTokens = plan.kind === 'new' ? 0 : plan.baseTokens;
     let delta: number[];
-    if (base.length === 0) delta = encoder.encodeFirst(plan.appended, input.tools);
+    if (baseTokens === 0) delta = encoder.encodeFirst(plan.appended, input.tools);
     else {
       // A turn cut by max_tokens has no end-of-turn token; the template would have closed it.
-      const close = base[base.length - 1] === encoder.endOfTurnId ? [] : [encoder.endOfTurnId];
+      const close = chain.tokens.at(baseTokens - 1) === encoder.endOfTurnId ? [] : [encoder.endOfTurnId];
       delta = [...close, ...encoder.encodeAppended(plan.appended, input.tools)];
     }
-    const prompt = [...base, ...delta];
+    // A view of the chain's buffer (a copy only for a rollback): nothing O(context) per turn.
+    const prompt = chain.tokens.withAppended(baseTokens, delta);
     const room = budgets.maxContextTokens - prompt.length;
     if (room <= 0) {
       session.terminationReason ??= 'context_length';
@@ -234,7 +238,6 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
     const finishReason = result.finishReason === 'length' ? 'length' : parsed.toolCalls.length > 0 ? 'tool_calls' : 'stop';
 
     await session.lock.run(async () => {
-      const replaced = plan.kind === 'rollback' ? chain.history[chain.history.length - 1] : undefined;
       const rolledBack = plan.kind === 'rollback' ? chain.turns[chain.turns.length - 1] : undefined;
       await deps.store.commitTurn(
         {
@@ -266,13 +269,15 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
       if (rolledBack) {
         session.rollbacks += 1;
         session.rolledBackTokens += chain.tokens.length - rolledBack.sampledFrom;
-        session.toolCalls -= replaced?.role === 'assistant' ? (replaced.tool_calls?.length ?? 0) : 0;
+        session.toolCalls -= rolledBack.toolCalls;
       } else session.liveTurns += 1;
       session.toolCalls += parsed.toolCalls.length;
+      const baseHistory = plan.kind === 'new' ? 0 : plan.baseHistory;
       chain.commit({
-        baseTokens: base.length,
-        baseHistory: plan.kind === 'new' ? 0 : plan.baseHistory,
+        baseTokens,
+        baseHistory,
         appended: plan.appended,
+        appendedKeys: keys.slice(baseHistory),
         delta,
         sampled: result.ids,
         reply,

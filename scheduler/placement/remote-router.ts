@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { RegisteredInstance } from '../registry.js';
 import { IncrementalHasher } from '../routing/block-hash.js';
-import { createRouter, ROUTING_DEFAULTS, type CallRouter, type Placement, type RouteCall, type Router, type RoutingOptions } from '../router.js';
+import { createRouter, promptAndOutput, ROUTING_DEFAULTS, type CallRouter, type Placement, type RouteCall, type Router, type RoutingOptions } from '../router.js';
 import { InstancesAnswer, PlacementAnswer, type CallBody } from './protocol.js';
 
 export interface RemoteRouterOptions {
@@ -26,7 +26,7 @@ export class PlacementServiceError extends Error {
 
 /** A placement made by the service, or by the local fallback while the service was unreachable. */
 type RemotePlacement =
-  | { readonly instance: string; readonly via: 'service'; readonly id: string; readonly chainId: string; readonly promptIds: readonly number[] }
+  | { readonly instance: string; readonly via: 'service'; readonly id: string; readonly chainId: string; readonly promptIds: ArrayLike<number> }
   | { readonly instance: string; readonly via: 'local'; readonly placement: Placement };
 
 /**
@@ -113,7 +113,7 @@ export class RemoteRouter implements CallRouter {
   finished(placement: RemotePlacement, sampledIds: readonly number[]): void {
     if (placement.via === 'local') return this.local.finished(placement.placement, sampledIds);
     this.outstanding.delete(placement.id);
-    const blocks = sampledIds.length > 0 ? [...this.hasher.hashes(placement.chainId, [...placement.promptIds, ...sampledIds])] : [];
+    const blocks = sampledIds.length > 0 ? [...this.hasher.hashes(placement.chainId, promptAndOutput(placement.promptIds, sampledIds))] : [];
     this.notify('/v1/finished', { id: placement.id, outputTokens: sampledIds.length, blocks });
   }
 

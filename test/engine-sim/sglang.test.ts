@@ -123,6 +123,16 @@ describe('engine-sim SGLang /generate', () => {
     expect(body.meta_info.id).toMatch(/^[0-9a-f]{32}$/);
   });
 
+  it('returns log-probs of output tokens only for logprob_start_len -1, and never the input ids', async () => {
+    const sim = await start({ script: LONG });
+    const input = firstPrompt(tk, 'long');
+    const body = await generateJson(sim.url, { input_ids: input, return_logprob: true, logprob_start_len: -1, sampling_params: { max_new_tokens: 8 } });
+    expect(body.output_ids).toHaveLength(8);
+    expect(body.meta_info.output_token_logprobs).toHaveLength(8);
+    expect(body.meta_info).not.toHaveProperty('input_token_logprobs');
+    expect(body).not.toHaveProperty('input_ids');
+  });
+
   it('gives token texts and top logprobs when asked', async () => {
     const sim = await start();
     const body = await generateJson(sim.url, {
@@ -247,6 +257,8 @@ describe('engine-sim SGLang /generate', () => {
       { input_ids: [1, -2] },
       { input_ids: [[1, 2]] },
       { input_ids: [1, 2], sampling_params: { max_new_tokens: 'many' } },
+      // Prompt log-probs are not simulated: only output ones (-1, SGLang's default).
+      { input_ids: [1, 2], return_logprob: true, logprob_start_len: 0 },
     ]) {
       const res = await generate(sim.url, body);
       expect(res.status).toBe(400);

@@ -11,6 +11,7 @@ import { SglangBackend } from '../../gateway/backends/sglang.js';
 import { VllmBackend } from '../../gateway/backends/vllm.js';
 import type { TextTokenizer } from '../../gateway/codec/tokenizer.js';
 import { firstPrompt, nextPrompt, useEngineSims } from '../engine-sim/helpers.js';
+import { startRecordingProxy } from '../helpers/recording-proxy.js';
 
 const MODEL = 'Qwen/Qwen3-8B';
 const TASK = 'Fix the failing test in calc.py';
@@ -66,6 +67,33 @@ describe('VllmBackend and SglangBackend against engine-sim', () => {
     expect(turn0.cachedTokens).toBe(0);
     expect(turn1.cachedTokens).toBeGreaterThan(0);
     expect(turn1.promptTokens).toBeGreaterThan(turn0.promptTokens);
+  });
+
+  it('vllm: asks for output ids only, and the engine sends no prompt back', async () => {
+    const sim = await start({ script: LONG });
+    const proxy = await startRecordingProxy(sim.url);
+    try {
+      // A long prompt: an echo of it would outweigh everything else in the stream.
+      const prompt = Uint32Array.from(firstPrompt(tk, `long ${'context '.repeat(4000)}`));
+      const result = await backend('vllm', { ...sim, url: proxy.url }).generate({ promptIds: prompt, maxTokens: 50, temperature: 1, topP: 1 });
+      const [seen] = proxy.recorded;
+      expect(seen!.promptIds).toEqual(Array.from(prompt));
+      expect(seen!.request).toMatchObject({ logprobs: 0, return_tokens_as_token_ids: true });
+      expect(seen!.request).not.toHaveProperty('return_token_ids');
+      const choices = seen!.chunks.flatMap((c) => c.choices as Record<string, unknown>[]);
+      expect(choices.length).toBeGreaterThan(1);
+      for (const choice of choices) {
+        expect(choice.prompt_token_ids ?? null).toBeNull();
+        expect(choice.token_ids ?? null).toBeNull();
+      }
+      expect(JSON.stringify(seen!.chunks).length).toBeLessThan(JSON.stringify(Array.from(prompt)).length);
+      // The ids came from the `token_id:<id>` tokens, exactly as the engine sampled them.
+      expect(result.ids).toHaveLength(50);
+      expect(result.ids).toEqual(seen!.tokenIds);
+      expect(result.logprobs).toEqual(seen!.logprobs);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it.each(KINDS)('%s: streams tokens as the engine produces them', async (kind) => {

@@ -86,6 +86,10 @@ describe('exceedsJsonDepth', () => {
     expect(exceedsJsonDepth(nested(65, 'array'), 64)).toBe(true);
     expect(exceedsJsonDepth(JSON.stringify({ a: '[[[[[[', b: '\\"[[[[' }), 2)).toBe(false);
     expect(exceedsJsonDepth('{"a":"\\"","b":[[[', 2)).toBe(true);
+    // Escaped backslashes before a quote: an even run closes the string, an odd one does not.
+    expect(exceedsJsonDepth('{"a":"x\\\\","b":[[[', 2)).toBe(true);
+    expect(exceedsJsonDepth('{"a":"x\\\\\\"[[[', 2)).toBe(false);
+    expect(exceedsJsonDepth('{"":[[', 2)).toBe(true);
   });
 
   it('scans a megabyte of nesting without recursion', () => {

@@ -3,6 +3,10 @@ import type { AddressInfo } from 'node:net';
 
 /** What the engine returned for one completion request, as seen on the wire. */
 export interface RecordedCompletion {
+  /** The request body as the engine received it. */
+  request: Record<string, unknown>;
+  /** Every streamed chunk (or the one JSON answer), parsed. */
+  chunks: Record<string, unknown>[];
   promptIds: number[];
   tokenIds: number[];
   logprobs: number[];
@@ -26,13 +30,17 @@ export async function startRecordingProxy(
       const text = await upstream.text();
       res.end(text);
       if (req.url?.startsWith('/v1/completions') && upstream.ok) {
-        const prompt = (JSON.parse(body.toString()) as { prompt: number[] }).prompt;
-        const entry: RecordedCompletion = { promptIds: prompt, tokenIds: [], logprobs: [] };
+        const request = JSON.parse(body.toString()) as Record<string, unknown> & { prompt: number[] };
+        const entry: RecordedCompletion = { request, chunks: [], promptIds: request.prompt, tokenIds: [], logprobs: [] };
         for (const line of text.split('\n')) {
           if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
-          const chunk = JSON.parse(line.slice(6)) as { choices: { token_ids?: number[]; logprobs?: { token_logprobs: number[] } }[] };
+          const chunk = JSON.parse(line.slice(6)) as {
+            choices: { token_ids?: number[] | null; logprobs?: { tokens: string[]; token_logprobs: number[] } | null }[];
+          };
+          entry.chunks.push(chunk);
           for (const choice of chunk.choices) {
-            entry.tokenIds.push(...(choice.token_ids ?? []));
+            // Ids as `return_token_ids` or, as the gateway asks, `token_id:<id>` tokens.
+            entry.tokenIds.push(...(choice.token_ids ?? (choice.logprobs?.tokens ?? []).map((t) => Number(t.slice('token_id:'.length)))));
             entry.logprobs.push(...(choice.logprobs?.token_logprobs ?? []));
           }
         }

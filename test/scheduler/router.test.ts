@@ -46,7 +46,7 @@ function setup() {
   const policy = new RecordingPolicy();
   const index = new RecordingIndex();
   // One "block" per 2 tokens, hashed as their sum: easy to read back.
-  const blockHashes = (_chain: string, ids: readonly number[]) =>
+  const blockHashes = (_chain: string, ids: ArrayLike<number>) =>
     Array.from({ length: Math.floor(ids.length / 2) }, (_, i) => ids[2 * i]! + ids[2 * i + 1]!);
   const router = new Router(registry, policy, index, { blockSize: 2, blockHashes, maxAttempts: 2 });
   return { registry, policy, index, router };
