@@ -130,9 +130,9 @@ function shippedChatTemplate(): Promise<ChatTemplate> {
 
 /**
  * Starts a simulated engine speaking both APIs on one engine loop: vLLM's `/v1/completions`,
- * `/v1/chat/completions` (both engines serve it) and `/v1/models`, SGLang's `/generate` and `/abort_request`, both engines' pause, resume and weight
- * update routes (see `registerWeightRoutes`), and `/health` and `/metrics` (both engines' metric
- * names).
+ * `/v1/chat/completions` (both engines serve it) and `/v1/models`, SGLang's `/generate` and
+ * `/abort_request`, both engines' pause, resume and weight update routes (see
+ * `registerWeightRoutes`), and `/health` and `/metrics` (both engines' metric names).
  */
 export async function startEngineSim(options: EngineSimOptions): Promise<EngineSim> {
   const { tokenizer, script, chatTemplate, ...rest } = options;

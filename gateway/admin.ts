@@ -52,7 +52,7 @@ function sameSecret(a: string, b: string): boolean {
 /**
  * Control routes behind an admin token that agents never see: the episode's activities open and
  * close sessions; the trainer (through the batch API) pauses generation around a weight update and
- * resumes it on the new policy version.
+ * resumes it on the new policy version; benchmarks read the process's stats.
  */
 export function registerAdminRoutes(
   app: FastifyInstance,
