@@ -324,22 +324,28 @@ async function run(bench: Bench, rows: Row[]): Promise<void> {
 async function main(): Promise<void> {
   const children = new Children();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-gw-'));
+  const rows: Row[] = [];
+  const started = performance.now();
   let store: SqliteStore | undefined;
-  let cleaned: Promise<void> | undefined;
-  const cleanup = () =>
-    (cleaned ??= (async () => {
+  let finished: Promise<void> | undefined;
+  // Once, from `finally` or a signal, whichever comes first: targets, then everything stopped.
+  const finish = () =>
+    (finished ??= (async () => {
+      if (rows.length > 0) printTargets(rows);
       await children.stopAll();
       store?.close();
       rmSync(dir, { recursive: true, force: true });
+      const left = children.leftBehind();
+      const failed = rows.reduce((sum, r) => sum + errorCount(r.pass.errors) + (r.direct ? errorCount(r.direct.errors) : 0), 0);
+      say(`errors: ${failed} failed requests over all rows; the run took ${fixed((performance.now() - started) / 1000, 0)} s`);
+      say(left.length === 0 ? `cleaned up: none of the ${children.count} processes it started is running; ${dir} removed` : `LEFT BEHIND: pids ${left.join(', ')} still running`);
     })());
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       say(`\n${signal}: stopping everything the benchmark started`);
-      void cleanup().then(() => process.exit(130));
+      void finish().then(() => process.exit(130));
     });
   }
-  const rows: Row[] = [];
-  const started = performance.now();
   try {
     const engine = await startEngine(children, dir, TURNS);
     store = SqliteStore.open(path.join(dir, 'store.sqlite'));
@@ -349,12 +355,7 @@ async function main(): Promise<void> {
     say(`benchmark stopped early: ${(error as Error).message}`);
     process.exitCode = 1;
   } finally {
-    if (rows.length > 0) printTargets(rows);
-    await cleanup();
-    const left = children.leftBehind();
-    const failed = rows.reduce((sum, r) => sum + errorCount(r.pass.errors) + (r.direct ? errorCount(r.direct.errors) : 0), 0);
-    say(`errors: ${failed} failed requests over all rows; the run took ${fixed((performance.now() - started) / 1000, 0)} s`);
-    say(left.length === 0 ? `cleaned up: none of the ${children.count} processes it started is running; ${dir} removed` : `LEFT BEHIND: pids ${left.join(', ')} still running`);
+    await finish();
   }
 }
 
