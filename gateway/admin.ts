@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { Name } from './limits.js';
 import { MAX_POLICY_VERSION, PolicyVersionError, type PolicyControl } from './policy/policy-control.js';
 import { LOCAL_SCOPE, type PolicyFanOut } from './policy/fan-out.js';
+import { ProcessStats } from './process-stats.js';
 import { GatewayError } from './session/errors.js';
 import type { SessionManager } from './session/session-manager.js';
 import type { CallRouter } from '../scheduler/router.js';
@@ -37,6 +38,8 @@ export type OpenSessionBody = z.infer<typeof OpenSessionBody>;
 const CloseSessionBody = z.object({ reason: Name.min(1) });
 const PauseBody = z.object({ mode: z.enum(['finish', 'abort']) });
 const ResumeBody = z.object({ version: z.number().int().nonnegative().max(MAX_POLICY_VERSION) });
+/** `?reset=1` starts a new event-loop delay window; `?gc=1` collects garbage first (with `--expose-gc`). */
+const StatsQuery = z.object({ reset: z.enum(['0', '1']).optional(), gc: z.enum(['0', '1']).optional() });
 /** `?scope=local`: act on this replica only (another replica's fan-out); default: on every replica. */
 const PolicyQuery = z.object({ scope: z.literal(LOCAL_SCOPE).optional() });
 
@@ -49,7 +52,7 @@ function sameSecret(a: string, b: string): boolean {
 /**
  * Control routes behind an admin token that agents never see: the episode's activities open and
  * close sessions; the trainer (through the batch API) pauses generation around a weight update and
- * resumes it on the new policy version.
+ * resumes it on the new policy version; benchmarks read the process's stats.
  */
 export function registerAdminRoutes(
   app: FastifyInstance,
@@ -64,6 +67,8 @@ export function registerAdminRoutes(
     closeAffinity: (request: FastifyRequest, reply: FastifyReply, payload: Readable) => Promise<Readable | undefined>;
   },
 ): void {
+  const stats = new ProcessStats();
+  app.addHook('onClose', async () => stats.close());
   app.register(async (admin) => {
     admin.addHook('onRequest', async (request, reply) => {
       const auth = request.headers.authorization ?? '';
@@ -92,6 +97,16 @@ export function registerAdminRoutes(
       if (!summary) return reply.code(404).send({ error: { message: 'no such session', type: 'not_found_error' } });
       deps.router.forgetSession(summary.sessionId);
       return summary;
+    });
+    admin.get('/admin/v1/stats', async (request, reply) => {
+      const query = StatsQuery.safeParse(request.query);
+      if (!query.success) return reply.code(400).send({ error: { message: z.prettifyError(query.error), type: 'invalid_request_error' } });
+      // Only a process started with --expose-gc has it; memory is then measured after a collection.
+      const gc = query.data.gc === '1' ? (globalThis as { gc?: () => void }).gc : undefined;
+      gc?.();
+      const snapshot = { ...stats.snapshot(), liveSessions: deps.sessions.liveCount, collected: gc !== undefined };
+      if (query.data.reset === '1') stats.reset();
+      return snapshot;
     });
     admin.get('/admin/v1/policy', async () => deps.policy.current());
     admin.post('/admin/v1/policy/pause', async (request, reply) => {

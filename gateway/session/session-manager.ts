@@ -45,6 +45,11 @@ export class SessionManager {
     private readonly ownership: SessionOwnership,
   ) {}
 
+  /** Sessions this process holds in memory. */
+  get liveCount(): number {
+    return this.live.size;
+  }
+
   /** Where requests with this key are served. */
   async locateByKey(key: string): Promise<SessionLocation> {
     if (this.live.has(key)) return { kind: 'here' };

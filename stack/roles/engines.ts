@@ -47,6 +47,7 @@ export async function startEngines(
       sims.push(
         await startEngineSim({
           tokenizer: codec.tokenizer,
+          chatTemplate: codec.template,
           script,
           port: sim.basePort === 0 ? 0 : sim.basePort + i,
           modelName: config.model.name,

@@ -1,0 +1,99 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ProcessStatsSnapshot } from '../../gateway/process-stats.js';
+import { ChildStartError, type Child, type Children } from './processes.js';
+import { MODEL, TASK_MATCH } from './load.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const ADMIN_TOKEN = 'bench-admin-token';
+/** LiteLLM refuses to start without one; the load generator sends it as its bearer token. */
+export const LITELLM_KEY = 'sk-bench-litellm-0123456789abcdef';
+const LITELLM_BIN = path.join(ROOT, '.tools/litellm/bin/litellm');
+
+export interface Service {
+  child: Child;
+  url: string;
+}
+
+/** engine-sim in its own process at time scale 0, scripted to answer every turn with a `shell` call. */
+export async function startEngine(children: Children, dir: string, turns: number): Promise<Service> {
+  const script = {
+    wanderProbability: 0,
+    tasks: [{ taskId: 'bench', match: TASK_MATCH, solve: Array.from({ length: turns + 1 }, () => ({ thought: 'Look further.', tool: { name: 'shell', arguments: { command: 'grep -rn handler src' } } })) }],
+  };
+  const scriptFile = path.join(dir, 'script.json');
+  writeFileSync(scriptFile, JSON.stringify(script));
+  const child = children.start('engine-sim', process.execPath, ['--import', 'tsx', path.join(ROOT, 'engine-sim/main.ts'), '--script', scriptFile, '--time-scale', '0', '--kv-capacity', '4000000'], path.join(dir, 'engine-sim.log'));
+  return { child, url: await children.waitForLine(child, /^(http\S+)\s*$/m, 120_000) };
+}
+
+/**
+ * `processes` gateway replicas (`rollout gateway`, each its own process with --expose-gc for the
+ * stats route's collection) sharing one SQLite store, routing to the engine.
+ */
+export async function startGateways(children: Children, dir: string, engineUrl: string, processes: number, tag: string): Promise<Service[]> {
+  return Promise.all(
+    Array.from({ length: processes }, async (_, i) => {
+      const config = {
+        dataDir: path.join(dir, 'data'),
+        store: { url: path.join(dir, 'store.sqlite') },
+        engines: [{ name: 'e0', kind: 'vllm', url: engineUrl, kvCapacityTokens: 4_000_000 }],
+        gateway: { host: '127.0.0.1', port: 0, adminToken: ADMIN_TOKEN, replicaId: `bench-${tag}-${i}` },
+      };
+      const configFile = path.join(dir, `gateway-${tag}-${i}.json`);
+      writeFileSync(configFile, JSON.stringify(config));
+      const child = children.start(`gateway ${tag}-${i}`, process.execPath, ['--expose-gc', path.join(ROOT, 'cli/bin.mjs'), 'gateway', '--config', configFile], path.join(dir, `gateway-${tag}-${i}.log`));
+      return { child, url: await children.waitForLine(child, /gateway listening on (\S+);/, 120_000) };
+    }),
+  );
+}
+
+export type GatewayStats = ProcessStatsSnapshot & { liveSessions: number; collected: boolean };
+
+export async function gatewayStats(url: string, query: string): Promise<GatewayStats> {
+  const r = await fetch(`${url}/admin/v1/stats${query}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  if (!r.ok) throw new Error(`${url}/admin/v1/stats answered ${r.status}: ${await r.text()}`);
+  return (await r.json()) as GatewayStats;
+}
+
+/** Installs LiteLLM into .tools/litellm when it is missing (scripts/install-litellm.sh). */
+export function ensureLitellm(log: (line: string) => void): boolean {
+  if (existsSync(LITELLM_BIN)) return true;
+  log('LiteLLM is not installed: running scripts/install-litellm.sh (a few minutes, once)');
+  const r = spawnSync('bash', [path.join(ROOT, 'scripts/install-litellm.sh')], { stdio: 'inherit' });
+  return r.status === 0 && existsSync(LITELLM_BIN);
+}
+
+/**
+ * The LiteLLM proxy as a plain chat pass-through: one model routed to the engine's own
+ * `/v1/chat/completions` (`hosted_vllm/`), no database, no telemetry, quiet logs.
+ */
+export async function startLitellm(children: Children, dir: string, engineUrl: string, port: number): Promise<Service> {
+  const configFile = path.join(dir, 'litellm.yaml');
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      model_list: [{ model_name: MODEL, litellm_params: { model: `hosted_vllm/${MODEL}`, api_base: `${engineUrl}/v1`, api_key: 'none' } }],
+      litellm_settings: { telemetry: false, drop_params: true, set_verbose: false },
+      general_settings: { master_key: LITELLM_KEY },
+    }),
+  );
+  const env = { ...process.env, LITELLM_LOG: 'ERROR', LITELLM_TELEMETRY: 'False', DISABLE_ADMIN_UI: 'True', NO_DOCS: 'True' };
+  const child = children.start('litellm', LITELLM_BIN, ['--config', configFile, '--host', '127.0.0.1', '--port', String(port)], path.join(dir, 'litellm.log'), env);
+  // Its banner is not needed; drain stdout so the pipe never fills.
+  child.process.stdout!.resume();
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = performance.now() + 180_000;
+  while (performance.now() < deadline) {
+    if (child.process.exitCode !== null) throw new ChildStartError(`litellm exited with ${child.process.exitCode} (log: ${child.logFile})`);
+    try {
+      if ((await fetch(`${url}/health/liveliness`)).ok) return { child, url };
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  throw new ChildStartError(`litellm not ready after 180 s (log: ${child.logFile})`);
+}
