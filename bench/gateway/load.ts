@@ -190,7 +190,7 @@ export function tokenReplay(engineUrl: string, storedTurns: (session: number) =>
     const stored = chain.turns[turn];
     if (!stored) return false;
     for (let i = 0; i < stored.promptDelta.length; i++) chain.tokens.push(stored.promptDelta[i]!);
-    const body = JSON.stringify({ model: MODEL, prompt: chain.tokens, max_tokens: MAX_TOKENS, temperature: 1, top_p: 1, logprobs: 0, return_token_ids: true, skip_special_tokens: false, stream: true, stream_options: { include_usage: true } });
+    const body = JSON.stringify({ model: MODEL, prompt: chain.tokens, max_tokens: MAX_TOKENS, temperature: 1, top_p: 1, logprobs: 0, return_tokens_as_token_ids: true, skip_special_tokens: false, stream: true, stream_options: { include_usage: true } });
     for (let i = 0; i < stored.sampled.length; i++) chain.tokens.push(stored.sampled[i]!);
     try {
       const r = await fetch(`${engineUrl}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
