@@ -26,7 +26,7 @@ export class PlacementServiceError extends Error {
 
 /** A placement made by the service, or by the local fallback while the service was unreachable. */
 type RemotePlacement =
-  | { readonly instance: string; readonly via: 'service'; readonly id: string; readonly chainId: string; readonly promptIds: readonly number[] }
+  | { readonly instance: string; readonly via: 'service'; readonly id: string; readonly chainId: string; readonly promptIds: ArrayLike<number> }
   | { readonly instance: string; readonly via: 'local'; readonly placement: Placement };
 
 /**
@@ -110,10 +110,10 @@ export class RemoteRouter implements CallRouter {
     return this.fromLocal(this.local.place(call, exclude));
   }
 
-  finished(placement: RemotePlacement, sampledIds: readonly number[]): void {
+  finished(placement: RemotePlacement, sampledIds: ArrayLike<number>): void {
     if (placement.via === 'local') return this.local.finished(placement.placement, sampledIds);
     this.outstanding.delete(placement.id);
-    const blocks = sampledIds.length > 0 ? [...this.hasher.hashes(placement.chainId, [...placement.promptIds, ...sampledIds])] : [];
+    const blocks = sampledIds.length > 0 ? Array.from(this.hasher.hashes(placement.chainId, placement.promptIds, sampledIds)) : [];
     this.notify('/v1/finished', { id: placement.id, outputTokens: sampledIds.length, blocks });
   }
 
@@ -131,7 +131,7 @@ export class RemoteRouter implements CallRouter {
   private body(call: RouteCall): CallBody {
     return {
       chainId: call.chainId,
-      blocks: [...this.hasher.hashes(call.chainId, call.promptIds)],
+      blocks: Array.from(this.hasher.hashes(call.chainId, call.promptIds)),
       blockSize: this.blockSize,
       promptTokens: call.promptIds.length,
       expectedOutputTokens: call.expectedOutputTokens,
