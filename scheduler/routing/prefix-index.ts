@@ -34,8 +34,7 @@ export class PrefixIndex implements PrefixLookup {
   private readonly caches = new Map<string, InstanceCache>();
   private readonly capacity = new Map<string, number>();
   private readonly maxChains: number;
-  /** Block insertions and removals so far (a block entering or leaving a chain's entry): the index's work. */
-  operations = 0;
+  private changes = 0;
 
   /** @param blockSize tokens per block of the hashes inserted (capacity is converted with it). */
   constructor(
@@ -63,6 +62,7 @@ export class PrefixIndex implements PrefixLookup {
   insert(instance: string, blocks: BlockHashes, chainId: string): void {
     const cache = this.cacheOf(instance);
     let entry = cache.chains.get(chainId);
+    if (!entry && blocks.length === 0) return;
     if (entry) cache.chains.delete(chainId);
     else entry = { hashes: [] };
     cache.chains.set(chainId, entry);
@@ -75,7 +75,7 @@ export class PrefixIndex implements PrefixLookup {
         held.push(h);
         cache.refs.set(h, (cache.refs.get(h) ?? 0) + 1);
       }
-      this.operations += blocks.length - common;
+      this.changes += blocks.length - common;
     }
     this.evict(instance);
   }
@@ -98,6 +98,11 @@ export class PrefixIndex implements PrefixLookup {
       else hi = mid - 1;
     }
     return lo;
+  }
+
+  /** Block insertions and removals so far (a block entering or leaving a chain's entry): the index's work. */
+  get operations(): number {
+    return this.changes;
   }
 
   /** Blocks the index currently holds for `instance` (shared blocks once). */
@@ -127,7 +132,7 @@ export class PrefixIndex implements PrefixLookup {
       if (n > 1) cache.refs.set(h, n - 1);
       else cache.refs.delete(h);
     }
-    this.operations += held.length - from;
+    this.changes += held.length - from;
     held.length = from;
   }
 
