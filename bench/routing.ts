@@ -1,20 +1,23 @@
 /**
  * Routing benchmark (shared/specs/routing.md): every policy on the same workloads and seeds, one
  * run each, in the discrete-event simulator; one table per workload × capacity setting; then the
- * router's own cost (decisions per second for 32k-token prompts over 8 instances).
+ * router's own cost (decisions per second for 32k-token prompts over 8 instances, and CPU per
+ * call for 256 chains growing to 32k tokens).
  *
  *   npm run bench:routing
  *
  * Environment: BENCH_TRACE overrides the Mooncake trace (default ../shared/traces/… relative to
  * the repository root); BENCH_TASKS (default 64) and BENCH_SAMPLES (default 8) size the agent
- * batch; BENCH_SEEDS (default 1,2,3) its seeds. Sizes are chosen to finish in under 10 minutes on
- * 2 cores.
+ * batch; BENCH_SEEDS (default 1,2,3) its seeds; BENCH_ROUTER_ONLY=1 skips the simulations and
+ * prints the router's cost only. Sizes are chosen to finish in under 10 minutes on 2 cores.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { existsSync } from 'node:fs';
 import { IncrementalHasher } from '../scheduler/routing/block-hash.js';
 import { PrefixIndex } from '../scheduler/routing/prefix-index.js';
+import { InstanceRegistry } from '../scheduler/registry.js';
+import { Router } from '../scheduler/router.js';
 import { KvGate, KV_GATE_DEFAULTS } from '../scheduler/routing/kv-gate.js';
 import { createPolicy, POLICY_NAMES, type PolicyName } from '../scheduler/routing/policies/index.js';
 import type { InstanceView } from '../scheduler/routing/types.js';
@@ -23,6 +26,7 @@ import { agentBatch, computeBounds, loadMooncake, PRESETS, simulate, type Bounds
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const tracePath = process.env.BENCH_TRACE ?? path.resolve(root, '../shared/traces/mooncake_fast25_synthetic_trace.jsonl');
 const seeds = (process.env.BENCH_SEEDS ?? '1,2,3').split(',').map(Number);
+const routerOnly = process.env.BENCH_ROUTER_ONLY === '1';
 
 interface Scenario {
   workload: Workload;
@@ -180,7 +184,7 @@ function routerCost(print: boolean): void {
       // The previous turn: hashed and routed before the timed one.
       const previous = prompts[c]!.slice(0, promptTokens - turnTokens);
       const home = `i${c % instances}`;
-      index.insert(home, hasher.hashes(`c${c}`, previous));
+      index.insert(home, hasher.hashes(`c${c}`, previous), `c${c}`);
       const before = { chainId: `c${c}`, blocks: [], blockSize: hasher.blockSize, promptTokens: previous.length, expectedOutputTokens: 256 };
       gate?.placed(before, home, 0);
       gate?.ended(before, home, 1, previous.length + 256);
@@ -191,7 +195,7 @@ function routerCost(print: boolean): void {
       const offered = gate ? gate.admissible(request, views, 2) : views;
       const decision = policy.route(request, offered.length > 0 ? offered : views, index);
       gate?.placed(request, decision.instance, 2);
-      index.insert(decision.instance, blocks);
+      index.insert(decision.instance, blocks, `c${c}`);
       const t2 = performance.now();
       hashing += t1 - t0;
       routing += t2 - t1;
@@ -210,6 +214,54 @@ function routerCost(print: boolean): void {
   console.log(`hashing a whole 32k-token prompt from scratch: ${(((performance.now() - start) / reps) * 1000).toFixed(0)} µs`);
 }
 
+/**
+ * The router's CPU per model call as the gateway makes them: 256 chains over 8 instances, each
+ * growing to 32k tokens over 16 turns (a 1k-token system prompt shared by all, then 1,792 new
+ * prompt tokens and 256 sampled per turn) on instances of `kvCapacityTokens` each, every turn
+ * placed (`place`, all 256 in flight at once) and finished (`finished`) through the production
+ * `Router` with the `ours` policy, the incremental hasher and the prefix index. Prompts are passed as views of each chain's token buffer. Printed: CPU µs per call (mean,
+ * and on the last turn, at 30–32k tokens), and the index's block insertions and removals per call.
+ */
+function routerCallCost(kvCapacityTokens: number): void {
+  const instances = 8;
+  const chains = 256;
+  const turns = 16;
+  const turnTokens = 2048;
+  const outputTokens = 256;
+  const systemTokens = 1024;
+  const hasher = new IncrementalHasher();
+  const index = new PrefixIndex(hasher.blockSize);
+  const engines = Array.from({ length: instances }, (_, i) => ({ name: `i${i}`, kind: 'vllm' as const, url: `http://127.0.0.1:9/${i}`, kvCapacityTokens }));
+  for (const e of engines) index.setCapacity(e.name, e.kvCapacityTokens);
+  const router = new Router(new InstanceRegistry(engines), createPolicy('ours'), index, {
+    blockSize: hasher.blockSize,
+    blockHashes: (chainId, ids, tail) => hasher.hashes(chainId, ids, tail),
+  });
+  const tokens = Array.from({ length: chains }, (_, c) => Uint32Array.from({ length: turns * turnTokens }, (_, i) => (i < systemTokens ? i : (c * 7919 + i * 31) % 150_000)));
+  const cpu = (): number => {
+    const u = process.cpuUsage();
+    return u.user + u.system;
+  };
+  let total = 0;
+  let last = 0;
+  const operations = index.operations;
+  for (let t = 0; t < turns; t++) {
+    const promptEnd = t * turnTokens + turnTokens - outputTokens;
+    const start = cpu();
+    // The batch's turn: every chain's call in flight at once, then each finishes.
+    const placements = tokens.map((ids, c) => router.place({ chainId: `c${c}`, promptIds: ids.subarray(0, promptEnd), expectedOutputTokens: outputTokens })!);
+    placements.forEach((placement, c) => router.finished(placement, tokens[c]!.subarray(promptEnd, promptEnd + outputTokens)));
+    const spent = cpu() - start;
+    total += spent;
+    if (t === turns - 1) last = spent;
+  }
+  const calls = chains * turns;
+  console.log(
+    `${(kvCapacityTokens / 1000).toFixed(0)}k KV tokens per instance: ${(total / calls).toFixed(1)} µs CPU per call on average, ` +
+      `${(last / chains).toFixed(1)} µs on the last turn; ${((index.operations - operations) / calls).toFixed(1)} index block insertions and removals per call`,
+  );
+}
+
 const wall = performance.now();
 const tasks = Number(process.env.BENCH_TASKS ?? 64);
 const samples = Number(process.env.BENCH_SAMPLES ?? 8);
@@ -220,23 +272,28 @@ const capacities: [string, number][] = [
   ['preset', preset.kvCapacityTokens],
   ['ample', preset.kvCapacityTokens * 4],
 ];
-// 256-token blocks in the simulation keep the run within minutes (the router's default is 64).
-// Every seed at scarce and preset capacity (the target's settings); ample memory on the first seed.
-for (const seed of seeds) {
-  runScenario(
-    { workload: agentBatch({ seed, tasks, samplesPerTask: samples, blockSize: 256 }), seed, preset, instances: 8, capacities: seed === seeds[0] ? capacities : capacities.slice(0, 2) },
-    true,
-  );
-}
-printSummary(seeds, ['scarce', 'preset']);
-if (existsSync(tracePath)) {
-  // The trace is light for 8 instances: replayed 4× faster on 4 instances so routing matters.
-  runScenario({ workload: loadMooncake(tracePath, { timeScale: 0.25 }), seed: 0, preset, instances: 4, capacities }, false);
-} else {
-  console.log(`\n(no Mooncake trace at ${tracePath}; set BENCH_TRACE)`);
+if (!routerOnly) {
+  // 256-token blocks in the simulation keep the run within minutes (the router's default is 64).
+  // Every seed at scarce and preset capacity (the target's settings); ample memory on the first seed.
+  for (const seed of seeds) {
+    runScenario(
+      { workload: agentBatch({ seed, tasks, samplesPerTask: samples, blockSize: 256 }), seed, preset, instances: 8, capacities: seed === seeds[0] ? capacities : capacities.slice(0, 2) },
+      true,
+    );
+  }
+  printSummary(seeds, ['scarce', 'preset']);
+  if (existsSync(tracePath)) {
+    // The trace is light for 8 instances: replayed 4× faster on 4 instances so routing matters.
+    runScenario({ workload: loadMooncake(tracePath, { timeScale: 0.25 }), seed: 0, preset, instances: 4, capacities }, false);
+  } else {
+    console.log(`\n(no Mooncake trace at ${tracePath}; set BENCH_TRACE)`);
+  }
 }
 console.log('\n## Router cost');
 // The first pass only warms the JIT up.
 routerCost(false);
 routerCost(true);
+console.log('\nCPU per call, 256 chains × 16 turns to 32k tokens over 8 instances (place + finished):');
+// Room for 32 chains of 32k tokens per instance (the policy packs some instances fuller: they evict).
+routerCallCost(1_200_000);
 console.log(`\nbenchmark wall time ${((performance.now() - wall) / 1000).toFixed(0)} s`);

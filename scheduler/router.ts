@@ -4,12 +4,12 @@ import { IncrementalHasher, DEFAULT_BLOCK_SIZE } from './routing/block-hash.js';
 import { KvGate, KV_GATE_DEFAULTS, type KvGateOptions } from './routing/kv-gate.js';
 import { createPolicy, POLICY_NAMES, type PolicyName, type PolicyOptionsByName } from './routing/policies/index.js';
 import { PrefixIndex } from './routing/prefix-index.js';
-import type { BlockHash, InstanceView, PrefixLookup, RouteDecision, RouteRequest, RoutingPolicy } from './routing/types.js';
+import type { BlockHashes, InstanceView, PrefixLookup, RouteDecision, RouteRequest, RoutingPolicy } from './routing/types.js';
 
 /** What a prefix index may take from the router beyond lookups; the router feeds what it has. */
 export interface PrefixIndexUpdates {
-  /** `instance` now holds these blocks (a prompt routed there, or prompt + output once finished). */
-  insert(instance: string, blocks: readonly BlockHash[]): void;
+  /** `instance` now holds these blocks of `chainId` (a prompt routed there, or prompt + output once finished). */
+  insert(instance: string, blocks: BlockHashes, chainId: string): void;
   /** The instance went down: its cache is gone (it may come back restarted). */
   dropInstance(instance: string): void;
 }
@@ -20,10 +20,11 @@ export interface RouterOptions {
   /** Tokens per block of the hashes `blockHashes` returns. Default 64. */
   blockSize?: number;
   /**
-   * Chained block hashes of a chain's tokens (its prompt, later prompt + output); full blocks only.
-   * Default: none (`[]`), so prefix-aware policies see no matches.
+   * Chained block hashes of a chain's tokens, `tokens` then `tail` (its prompt, later prompt and
+   * sampled ids); full blocks only. The answer is kept as it is (not copied): it must not change
+   * afterwards. Default: none (`[]`), so prefix-aware policies see no matches.
    */
-  blockHashes?: (chainId: string, tokens: ArrayLike<number>) => readonly BlockHash[];
+  blockHashes?: (chainId: string, tokens: ArrayLike<number>, tail?: ArrayLike<number>) => BlockHashes;
   /** Engines one generation may be sent to, the first included, before its failure is final. Default 3. */
   maxAttempts?: number;
   /**
@@ -44,7 +45,7 @@ interface Waiter {
 export interface RouteCall {
   /** The chain (trajectory) the call continues. */
   chainId: string;
-  /** Often a view of the chain's token buffer: valid until the call finishes, never changed. */
+  /** Read during the call, never copied (a view of the chain's token buffer is fine). */
   promptIds: ArrayLike<number>;
   /** Output tokens expected (the call's max_tokens). */
   expectedOutputTokens: number;
@@ -79,7 +80,7 @@ export interface CallRouter {
   acquire(call: RouteCall, signal?: AbortSignal): Promise<{ readonly instance: string } | undefined>;
   /** A failover placement, at once, avoiding `exclude`. */
   place(call: RouteCall, exclude?: ReadonlySet<string>): { readonly instance: string } | undefined | Promise<{ readonly instance: string } | undefined>;
-  finished(placement: { readonly instance: string }, sampledIds: readonly number[]): void;
+  finished(placement: { readonly instance: string }, sampledIds: ArrayLike<number>): void;
   /**
    * The call failed; `engineDown` when the engine did not answer, `timedOut` when that was a
    * timeout (slow, not refusing or failing: it takes out neither an engine answering streams nor
@@ -100,7 +101,7 @@ export interface CallRouter {
 export class Router implements CallRouter {
   readonly maxAttempts: number;
   private readonly blockSize: number;
-  private readonly blockHashes: (chainId: string, tokens: ArrayLike<number>) => readonly BlockHash[];
+  private readonly blockHashes: NonNullable<RouterOptions['blockHashes']>;
   private readonly gate: KvGate<Waiter> | undefined;
   private readonly now: () => number;
   /** Wakes the gate at its next deadline while calls wait. */
@@ -205,8 +206,7 @@ export class Router implements CallRouter {
   private request(call: RouteCall): RouteRequest {
     return {
       chainId: call.chainId,
-      // Copied: a hasher may reuse its array for the chain's next call.
-      blocks: [...this.blockHashes(call.chainId, call.promptIds)],
+      blocks: this.blockHashes(call.chainId, call.promptIds),
       blockSize: this.blockSize,
       promptTokens: call.promptIds.length,
       expectedOutputTokens: call.expectedOutputTokens,
@@ -219,15 +219,15 @@ export class Router implements CallRouter {
     if (!candidates.some((v) => v.name === decision.instance)) {
       throw new Error(`routing policy ${this.policy.name} chose ${decision.instance}, which it was not offered`);
     }
-    this.prefix.insert?.(decision.instance, request.blocks);
+    this.prefix.insert?.(decision.instance, request.blocks, request.chainId);
     this.gate?.placed(request, decision.instance, this.now());
     const inFlight = this.registry.begin(decision.instance, request.promptTokens + request.expectedOutputTokens);
     return { ...decision, request, inFlight };
   }
 
   /** The call ended on its instance (finished or aborted) with `sampledIds`, now cached there too. */
-  finished(placement: Placement, sampledIds: readonly number[]): void {
-    const cached = this.prefix.insert && sampledIds.length > 0 ? this.blockHashes(placement.request.chainId, promptAndOutput(placement.promptIds, sampledIds)) : [];
+  finished(placement: Placement, sampledIds: ArrayLike<number>): void {
+    const cached = this.prefix.insert && sampledIds.length > 0 ? this.blockHashes(placement.request.chainId, placement.promptIds, sampledIds) : [];
     this.ended(placement, sampledIds.length, cached);
   }
 
@@ -235,9 +235,9 @@ export class Router implements CallRouter {
    * `finished` for a request already hashed: `outputTokens` were sampled, and `blocks` (prompt +
    * output, hashed by the caller) are now cached on the instance.
    */
-  ended(placement: RequestPlacement, outputTokens: number, blocks: readonly BlockHash[]): void {
+  ended(placement: RequestPlacement, outputTokens: number, blocks: BlockHashes): void {
     this.release(placement, placement.request.promptTokens + outputTokens);
-    if (blocks.length > 0) this.prefix.insert?.(placement.instance, blocks);
+    if (blocks.length > 0) this.prefix.insert?.(placement.instance, blocks, placement.request.chainId);
   }
 
   /**
@@ -298,14 +298,6 @@ export class Router implements CallRouter {
   }
 }
 
-/** A finished call's prompt and output as one id array, to hash the blocks now cached. */
-export function promptAndOutput(prompt: ArrayLike<number>, output: ArrayLike<number>): Uint32Array {
-  const ids = new Uint32Array(prompt.length + output.length);
-  ids.set(prompt);
-  ids.set(output, prompt.length);
-  return ids;
-}
-
 /** The id a session's chain is routed under; sticky policies and admission key on it. */
 export function routeChainId(sessionId: string, chainIndex: number | ''): string {
   return `${sessionId}/${chainIndex}`;
@@ -363,6 +355,6 @@ export function createRouter(instances: readonly RegisteredInstance[], options: 
     new InstanceRegistry(instances, registryOptions),
     policy === 'home' ? new HomePolicy() : createPolicy(policy, (policyOptions ?? {}) as PolicyOptionsByName[PolicyName]),
     index,
-    { blockSize, maxAttempts, blockHashes: (chainId, ids) => hasher.hashes(chainId, ids), gate: enabled ? gate : undefined },
+    { blockSize, maxAttempts, blockHashes: (chainId, ids, tail) => hasher.hashes(chainId, ids, tail), gate: enabled ? gate : undefined },
   );
 }

@@ -1,7 +1,8 @@
 /**
  * The placement service's HTTP API (scheduler/placement/service.ts), shared by the service and its
  * client (remote-router.ts). Calls carry the prompt's chained block hashes and token counts, never
- * the token ids. Every body is bounded: a call of the longest context a model serves is a few
+ * the token ids, and of those only the blocks the service has not heard for the chain
+ * (chain-blocks.ts). Every body is bounded: a call of the longest context a model serves is a few
  * megabytes of hashes at most.
  */
 import { z } from 'zod';
@@ -15,10 +16,19 @@ const Name = z.string().min(1).max(256);
 const Tokens = z.number().int().nonnegative().max(2 ** 31);
 const Blocks = z.array(z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER)).max(MAX_BLOCKS);
 const PlacementId = z.string().min(1).max(64);
+/**
+ * The prefix of the chain the service already has that `blocks` continue: its length and its last
+ * block's hash (chained, it stands for the whole prefix). Absent: `blocks` are all of them.
+ */
+const Base = z
+  .object({ blocks: z.number().int().positive().max(MAX_BLOCKS), hash: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER) })
+  .optional();
 
 /** One model call to place, hashed by the caller. */
 export const CallBody = z.object({
   chainId: z.string().min(1).max(512),
+  base: Base,
+  /** The prompt's block hashes after `base`. */
   blocks: Blocks,
   /** Must equal the service's block size: hashes of other block sizes never match its index. */
   blockSize: z.number().int().positive().max(1 << 16),
@@ -28,12 +38,18 @@ export const CallBody = z.object({
 });
 export type CallBody = z.infer<typeof CallBody>;
 
+/** The answer's status when the service does not hold a call's `base`: send every block again. */
+export const STALE_BASE_STATUS = 409;
+
 /** `POST /v1/acquire`: the call's first placement; held (long poll) while no engine has room. */
 export const AcquireBody = CallBody;
 /** `POST /v1/place`: a failover, at once, avoiding the engines the call failed on. */
 export const PlaceBody = CallBody.extend({ exclude: z.array(Name).max(1_024) });
-/** `POST /v1/finished`: the call ended; `blocks` (prompt + output) are now cached on its engine. */
-export const FinishedBody = z.object({ id: PlacementId, outputTokens: Tokens, blocks: Blocks });
+/**
+ * `POST /v1/finished`: the call ended; `base` + `blocks` (prompt + output) are now cached on its
+ * engine. A `base` the service does not hold only costs the index these blocks.
+ */
+export const FinishedBody = z.object({ id: PlacementId, outputTokens: Tokens, base: Base, blocks: Blocks });
 /** `POST /v1/failed`: the call failed; `engineDown` when the engine never answered, `timedOut` when that was a timeout. */
 export const FailedBody = z.object({ id: PlacementId, engineDown: z.boolean(), timedOut: z.boolean().default(false) });
 /** `POST /v1/renew`: the caller's placements still in flight (unrenewed ones lapse). */

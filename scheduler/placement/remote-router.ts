@@ -1,8 +1,10 @@
 import type { z } from 'zod';
 import type { RegisteredInstance } from '../registry.js';
-import { IncrementalHasher } from '../routing/block-hash.js';
-import { createRouter, promptAndOutput, ROUTING_DEFAULTS, type CallRouter, type Placement, type RouteCall, type Router, type RoutingOptions } from '../router.js';
-import { InstancesAnswer, PlacementAnswer, type CallBody } from './protocol.js';
+import { commonPrefix, IncrementalHasher } from '../routing/block-hash.js';
+import type { BlockHashes } from '../routing/types.js';
+import { createRouter, ROUTING_DEFAULTS, type CallRouter, type Placement, type RouteCall, type Router, type RoutingOptions } from '../router.js';
+import type { ChainBase } from './chain-blocks.js';
+import { InstancesAnswer, PlacementAnswer, STALE_BASE_STATUS, type CallBody } from './protocol.js';
 
 export interface RemoteRouterOptions {
   /** The placement service's base URL (`gateway.placementUrl`). */
@@ -22,7 +24,16 @@ export interface RemoteRouterOptions {
 /** The service answered with an error status. */
 export class PlacementServiceError extends Error {
   override name = 'PlacementServiceError';
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
 }
+
+/** Chains whose last sent blocks are remembered (beyond it, a chain's next call sends all its blocks). */
+const MAX_SENT_CHAINS = 4096;
 
 /** A placement made by the service, or by the local fallback while the service was unreachable. */
 type RemotePlacement =
@@ -33,7 +44,8 @@ type RemotePlacement =
  * The router a gateway replica uses with `gateway.placementUrl`: every placement is asked of the
  * shared placement service (service.ts), so KV admission holds across replicas. Prompts are hashed
  * here, per chain and incrementally, exactly as `createRouter` does, and only the hashes and token
- * counts travel. A held acquire is one long-poll request: aborting it drops the held call in the
+ * counts travel: of the hashes, those the service has not heard for the chain (its previous call
+ * named the rest), and all of them again when the service answers that it lacks that prefix. A held acquire is one long-poll request: aborting it drops the held call in the
  * service. When the service cannot be reached (or fails), calls are routed by a local router over
  * the same engines and it is logged: degraded (each replica admits on its own) but never stalled.
  */
@@ -45,6 +57,8 @@ export class RemoteRouter implements CallRouter {
   private readonly blockSize: number;
   private readonly retryAfterMs: number;
   private readonly log: (line: string) => void;
+  /** Per chain, the blocks the service was last sent (insertion order is recency). */
+  private readonly sent = new Map<string, BlockHashes>();
   /** Service placements in flight here, renewed so the service keeps them. */
   private readonly outstanding = new Set<string>();
   /** Engine health as the service last reported it. */
@@ -90,7 +104,7 @@ export class RemoteRouter implements CallRouter {
   async acquire(call: RouteCall, signal?: AbortSignal): Promise<RemotePlacement | undefined> {
     if (this.serviceUp()) {
       try {
-        return this.fromService(call, await this.post('/v1/acquire', this.body(call), PlacementAnswer, signal));
+        return this.fromService(call, await this.withBase(call, (body) => this.post('/v1/acquire', body, PlacementAnswer, signal)));
       } catch (error) {
         if (signal?.aborted) return undefined;
         this.degrade(error);
@@ -102,7 +116,7 @@ export class RemoteRouter implements CallRouter {
   async place(call: RouteCall, exclude: ReadonlySet<string> = new Set()): Promise<RemotePlacement | undefined> {
     if (this.serviceUp()) {
       try {
-        return this.fromService(call, await this.post('/v1/place', { ...this.body(call), exclude: [...exclude] }, PlacementAnswer));
+        return this.fromService(call, await this.withBase(call, (body) => this.post('/v1/place', { ...body, exclude: [...exclude] }, PlacementAnswer)));
       } catch (error) {
         this.degrade(error);
       }
@@ -110,11 +124,11 @@ export class RemoteRouter implements CallRouter {
     return this.fromLocal(this.local.place(call, exclude));
   }
 
-  finished(placement: RemotePlacement, sampledIds: readonly number[]): void {
+  finished(placement: RemotePlacement, sampledIds: ArrayLike<number>): void {
     if (placement.via === 'local') return this.local.finished(placement.placement, sampledIds);
     this.outstanding.delete(placement.id);
-    const blocks = sampledIds.length > 0 ? [...this.hasher.hashes(placement.chainId, promptAndOutput(placement.promptIds, sampledIds))] : [];
-    this.notify('/v1/finished', { id: placement.id, outputTokens: sampledIds.length, blocks });
+    const delta = sampledIds.length > 0 ? this.delta(placement.chainId, this.hasher.hashes(placement.chainId, placement.promptIds, sampledIds), false) : { blocks: [] };
+    this.notify('/v1/finished', { id: placement.id, outputTokens: sampledIds.length, ...delta });
   }
 
   failed(placement: RemotePlacement, engineDown: boolean, timedOut = false): void {
@@ -136,15 +150,36 @@ export class RemoteRouter implements CallRouter {
     if (this.serviceUp()) this.notify('/v1/sessions/forget', { sessionId });
   }
 
-  private body(call: RouteCall): CallBody {
+  /** `send` with the call's new blocks; again with all of them if the service lacks their base. */
+  private async withBase<T>(call: RouteCall, send: (body: CallBody) => Promise<T>): Promise<T> {
+    try {
+      return await send(this.body(call, false));
+    } catch (error) {
+      if (!(error instanceof PlacementServiceError && error.status === STALE_BASE_STATUS)) throw error;
+      return send(this.body(call, true));
+    }
+  }
+
+  private body(call: RouteCall, all: boolean): CallBody {
     return {
       chainId: call.chainId,
-      blocks: [...this.hasher.hashes(call.chainId, call.promptIds)],
+      ...this.delta(call.chainId, this.hasher.hashes(call.chainId, call.promptIds), all),
       blockSize: this.blockSize,
       promptTokens: call.promptIds.length,
       expectedOutputTokens: call.expectedOutputTokens,
       home: call.home,
     };
+  }
+
+  /** `blocks` past what the chain last sent (all of them with `all`), and the base they continue; remembered as sent. */
+  private delta(chainId: string, blocks: BlockHashes, all: boolean): { base?: ChainBase; blocks: number[] } {
+    const last = this.sent.get(chainId);
+    this.sent.delete(chainId);
+    this.sent.set(chainId, blocks);
+    if (this.sent.size > MAX_SENT_CHAINS) this.sent.delete(this.sent.keys().next().value!);
+    const from = all || !last ? 0 : commonPrefix(last, blocks);
+    const rest = Array.prototype.slice.call(blocks, from) as number[];
+    return from > 0 ? { base: { blocks: from, hash: blocks[from - 1]! }, blocks: rest } : { blocks: rest };
   }
 
   private fromService(call: RouteCall, answer: PlacementAnswer): RemotePlacement | undefined {
@@ -205,7 +240,7 @@ export class RemoteRouter implements CallRouter {
   private async send(path: string, init: RequestInit): Promise<string> {
     const response = await fetch(`${this.options.url}${path}`, { ...init, headers: { ...init.headers, authorization: `Bearer ${this.options.token}` } });
     const text = await response.text();
-    if (!response.ok) throw new PlacementServiceError(`${path} answered ${response.status}: ${text.slice(0, 300)}`);
+    if (!response.ok) throw new PlacementServiceError(`${path} answered ${response.status}: ${text.slice(0, 300)}`, response.status);
     return text;
   }
 }

@@ -3,6 +3,8 @@ import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { RegisteredInstance } from '../registry.js';
 import { createRouter, ROUTING_DEFAULTS, type RequestPlacement, type Router, type RoutingOptions } from '../router.js';
+import type { RouteRequest } from '../routing/types.js';
+import { ChainBlocks } from './chain-blocks.js';
 import {
   AcquireBody,
   BODY_LIMIT_BYTES,
@@ -11,6 +13,7 @@ import {
   ForgetBody,
   PlaceBody,
   RenewBody,
+  STALE_BASE_STATUS,
   type CallBody,
   type InstancesAnswer,
   type PlacementAnswer,
@@ -30,6 +33,8 @@ export interface PlacementServiceOptions {
   leaseMs?: number;
   /** Log requests (pino). Default false. */
   logger?: boolean;
+  /** Chains whose block hashes the service keeps, so callers send only new blocks. Default 16,384. */
+  maxChains?: number;
 }
 
 export interface PlacementService {
@@ -39,7 +44,7 @@ export interface PlacementService {
   close(): Promise<void>;
 }
 
-export const PLACEMENT_DEFAULTS = { host: '127.0.0.1', port: 0, leaseMs: 15_000 } as const;
+export const PLACEMENT_DEFAULTS = { host: '127.0.0.1', port: 0, leaseMs: 15_000, maxChains: 16_384 } as const;
 
 export class PlacementAuthError extends Error {
   override name = 'PlacementAuthError';
@@ -56,7 +61,13 @@ export class UnknownPlacementError extends Error {
   readonly status = 404;
 }
 
-type PlacementErrors = PlacementAuthError | PlacementRequestError | UnknownPlacementError;
+/** The service does not hold the prefix a call's blocks continue (`base`): the caller sends them all. */
+export class StaleChainBaseError extends Error {
+  override name = 'StaleChainBaseError';
+  readonly status = STALE_BASE_STATUS;
+}
+
+type PlacementErrors = PlacementAuthError | PlacementRequestError | UnknownPlacementError | StaleChainBaseError;
 
 function parse<T>(schema: z.ZodType<T>, body: unknown): T {
   const parsed = schema.safeParse(body);
@@ -124,7 +135,7 @@ class PlacementBook {
 }
 
 /** The service's routes, an encapsulated plugin with its own auth and error envelope. */
-function placementRoutes(router: Router, book: PlacementBook, token: string, options: { blockSize: number; leaseMs: number }) {
+function placementRoutes(router: Router, book: PlacementBook, chains: ChainBlocks, token: string, options: { blockSize: number; leaseMs: number }) {
   return async (app: FastifyInstance) => {
     app.setErrorHandler((error: PlacementErrors | Error, _request: FastifyRequest, reply: FastifyReply) => {
       const status = 'status' in error ? error.status : ((error as { statusCode?: number }).statusCode ?? 500);
@@ -133,11 +144,14 @@ function placementRoutes(router: Router, book: PlacementBook, token: string, opt
     app.addHook('onRequest', async (request) => {
       if (!sameSecret(request.headers.authorization ?? '', `Bearer ${token}`)) throw new PlacementAuthError('placement token required');
     });
-    const requestOf = (call: CallBody) => {
+    const requestOf = (call: CallBody): RouteRequest => {
       if (call.blockSize !== options.blockSize) {
         throw new PlacementRequestError(`blockSize ${call.blockSize} differs from the service's ${options.blockSize} (routing.blockSize)`);
       }
-      return call;
+      const blocks = chains.resolve(call.chainId, call.base, call.blocks);
+      if (!blocks) throw new StaleChainBaseError(`chain ${call.chainId}: no ${call.base!.blocks}-block prefix ending in ${call.base!.hash}; send every block`);
+      const { chainId, blockSize, promptTokens, expectedOutputTokens, home } = call;
+      return { chainId, blocks, blockSize, promptTokens, expectedOutputTokens, home };
     };
     const answer = (placement: RequestPlacement | undefined): PlacementAnswer => ({
       placement: placement ? { id: book.add(placement), instance: placement.instance } : null,
@@ -161,7 +175,8 @@ function placementRoutes(router: Router, book: PlacementBook, token: string, opt
     });
     app.post('/v1/finished', async (request, reply) => {
       const body = parse(FinishedBody, request.body);
-      router.ended(book.take(body.id), body.outputTokens, body.blocks);
+      const placement = book.take(body.id);
+      router.ended(placement, body.outputTokens, chains.resolve(placement.request.chainId, body.base, body.blocks) ?? []);
       return reply.code(204).send();
     });
     app.post('/v1/failed', async (request, reply) => {
@@ -196,11 +211,11 @@ function placementRoutes(router: Router, book: PlacementBook, token: string, opt
  * send calls. Placements are leased: those of a gateway that died are released after `leaseMs`.
  */
 export async function startPlacementService(options: PlacementServiceOptions): Promise<PlacementService> {
-  const { host, port, leaseMs } = { ...PLACEMENT_DEFAULTS, ...options };
+  const { host, port, leaseMs, maxChains } = { ...PLACEMENT_DEFAULTS, ...options };
   const router = createRouter(options.engines, options.routing);
   const book = new PlacementBook(router, leaseMs);
   const app = Fastify({ logger: options.logger ?? false, bodyLimit: BODY_LIMIT_BYTES });
-  await app.register(placementRoutes(router, book, options.token, { blockSize: options.routing?.blockSize ?? ROUTING_DEFAULTS.blockSize, leaseMs }));
+  await app.register(placementRoutes(router, book, new ChainBlocks(maxChains), options.token, { blockSize: options.routing?.blockSize ?? ROUTING_DEFAULTS.blockSize, leaseMs }));
   const sweeper = setInterval(() => book.sweep(), Math.max(1, Math.floor(leaseMs / 3)));
   sweeper.unref();
   app.addHook('onClose', async () => {

@@ -3,7 +3,7 @@
  * tokens and, through its predecessor's hash, every token before it, so equal hashes mean equal
  * prefixes and the reusable prefix on an instance is the longest leading run it holds.
  */
-import type { BlockHash } from './types.js';
+import type { BlockHash, BlockHashes } from './types.js';
 
 /** Tokens per block unless configured otherwise. */
 export const DEFAULT_BLOCK_SIZE = 64;
@@ -11,16 +11,38 @@ export const DEFAULT_BLOCK_SIZE = 64;
 /** The parent of a chain's first block. */
 const ROOT: BlockHash = 0;
 
+/** Token ids read as one sequence: `head` then `tail`, never concatenated. */
+export interface TokenSpan {
+  head: ArrayLike<number>;
+  tail: ArrayLike<number>;
+}
+
+const NONE: ArrayLike<number> = [];
+
 /**
  * Hash of `ids[start, end)` chained to `parent`: two 32-bit multiplicative lanes (cheap, not
  * cryptographic) mixed and combined into a 53-bit safe integer, so it is an exact Map key.
  * Collisions are negligible at the scale of one router's index (millions of blocks).
  */
 export function hashBlock(parent: BlockHash, ids: ArrayLike<number>, start: number, end: number): BlockHash {
+  return hashSpan(parent, ids, NONE, start, end);
+}
+
+/** `hashBlock` of positions `[start, end)` of `head` followed by `tail`. */
+function hashSpan(parent: BlockHash, head: ArrayLike<number>, tail: ArrayLike<number>, start: number, end: number): BlockHash {
   let h1 = (parent >>> 0) ^ 0x9e3779b9;
   let h2 = Math.floor(parent / 4294967296) ^ 0x85ebca6b;
-  for (let i = start; i < end; i++) {
-    const t = ids[i]!;
+  const split = Math.max(start, Math.min(end, head.length));
+  for (let i = start; i < split; i++) {
+    const t = head[i]!;
+    h1 = Math.imul(h1 ^ t, 0xcc9e2d51);
+    h1 = (h1 << 15) | (h1 >>> 17);
+    h2 = Math.imul(h2 ^ t, 0x1b873593);
+    h2 = (h2 << 13) | (h2 >>> 19);
+  }
+  const offset = head.length;
+  for (let i = split; i < end; i++) {
+    const t = tail[i - offset]!;
     h1 = Math.imul(h1 ^ t, 0xcc9e2d51);
     h1 = (h1 << 15) | (h1 >>> 17);
     h2 = Math.imul(h2 ^ t, 0x1b873593);
@@ -40,6 +62,23 @@ export function blockHashes(ids: ArrayLike<number>, blockSize: number = DEFAULT_
   return out;
 }
 
+/**
+ * Leading entries `a` and `b` share, given that they are chained hashes (equal at `i` means equal
+ * up to `i`): O(1) when `b` extends `a`, else a binary search.
+ */
+export function commonPrefix(a: BlockHashes, b: BlockHashes): number {
+  const n = Math.min(a.length, b.length);
+  if (n === 0 || a[n - 1] === b[n - 1]) return n;
+  let lo = 0;
+  let hi = n - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >>> 1;
+    if (a[mid - 1] === b[mid - 1]) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
 export interface IncrementalHasherOptions {
   /** Tokens per block. Default `DEFAULT_BLOCK_SIZE` (64). */
   blockSize?: number;
@@ -48,7 +87,9 @@ export interface IncrementalHasherOptions {
 }
 
 interface ChainState {
-  hashes: BlockHash[];
+  /** The chain's hashes in `[0, length)`; entries below `length` are never overwritten (views of them are handed out). */
+  buffer: Float64Array;
+  length: number;
   /** The last hashed block's token ids, to detect a prompt that is not an extension. */
   lastBlock: number[];
 }
@@ -72,22 +113,33 @@ export class IncrementalHasher {
   }
 
   /**
-   * Chained hashes of the full blocks of `ids` for `chainId`. The returned array is the chain's
-   * cache: valid until the next call for the same chain; copy it to keep it.
+   * Chained hashes of the full blocks of `ids` followed by `tail` (a call's prompt and its sampled
+   * ids, read in place) for `chainId`. The answer is a view of the chain's append-only buffer: it
+   * never changes afterwards, so it may be kept without a copy.
    */
-  hashes(chainId: string, ids: ArrayLike<number>): readonly BlockHash[] {
+  hashes(chainId: string, ids: ArrayLike<number>, tail: ArrayLike<number> = NONE): BlockHashes {
     const bs = this.blockSize;
+    const span: TokenSpan = { head: ids, tail };
+    const total = ids.length + tail.length;
     let state = this.chains.get(chainId);
     if (state) this.chains.delete(chainId);
-    if (state && !this.extends(state, ids)) state = undefined;
-    state ??= { hashes: [], lastBlock: [] };
-    const full = Math.floor(ids.length / bs);
-    const h = state.hashes;
-    for (let b = h.length; b < full; b++) h.push(hashBlock(h[b - 1] ?? ROOT, ids, b * bs, (b + 1) * bs));
-    state.lastBlock = full > 0 ? Array.prototype.slice.call(ids, (full - 1) * bs, full * bs) as number[] : [];
+    // A rewrite starts a new buffer: views of the old one stay valid.
+    if (!state || !this.extends(state, span, total)) state = { buffer: new Float64Array(16), length: 0, lastBlock: [] };
+    const full = Math.floor(total / bs);
+    if (full > state.buffer.length) {
+      const grown = new Float64Array(Math.max(full, 2 * state.buffer.length));
+      grown.set(state.buffer.subarray(0, state.length));
+      state.buffer = grown;
+    }
+    const h = state.buffer;
+    for (let b = state.length; b < full; b++) h[b] = hashSpan(b > 0 ? h[b - 1]! : ROOT, ids, tail, b * bs, (b + 1) * bs);
+    if (full > state.length) {
+      state.length = full;
+      state.lastBlock = Array.from({ length: bs }, (_, i) => at(span, (full - 1) * bs + i));
+    }
     this.chains.set(chainId, state);
     if (this.chains.size > this.maxChains) this.chains.delete(this.chains.keys().next().value!);
-    return h;
+    return h.subarray(0, full);
   }
 
   /** The chain finished: drop its cached hashes. */
@@ -95,13 +147,17 @@ export class IncrementalHasher {
     this.chains.delete(chainId);
   }
 
-  /** Whether `ids` still holds the chain's last hashed block at the same place. */
-  private extends(state: ChainState, ids: ArrayLike<number>): boolean {
-    const n = state.hashes.length;
+  /** Whether the tokens still hold the chain's last hashed block at the same place. */
+  private extends(state: ChainState, span: TokenSpan, total: number): boolean {
+    const n = state.length;
     if (n === 0) return true;
     const start = (n - 1) * this.blockSize;
-    if (ids.length < start + this.blockSize) return false;
-    for (let i = 0; i < this.blockSize; i++) if (ids[start + i] !== state.lastBlock[i]) return false;
+    if (total < start + this.blockSize) return false;
+    for (let i = 0; i < this.blockSize; i++) if (at(span, start + i) !== state.lastBlock[i]) return false;
     return true;
   }
+}
+
+function at(span: TokenSpan, i: number): number {
+  return i < span.head.length ? span.head[i]! : span.tail[i - span.head.length]!;
 }

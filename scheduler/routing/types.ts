@@ -7,6 +7,9 @@
 /** Chained hash of one block of token ids: it stands for the block and every block before it. */
 export type BlockHash = number;
 
+/** Chained hashes of a sequence's full blocks, in order: an array, or a view of a hasher's buffer. */
+export type BlockHashes = ArrayLike<BlockHash>;
+
 /** What a policy may know about one engine instance when it decides. */
 export interface InstanceView {
   name: string;
@@ -35,7 +38,7 @@ export interface RouteRequest {
   /** The chain (trajectory) the call belongs to: sticky policies bind on it. */
   chainId: string;
   /** Chained block hashes of the prompt, full blocks only. */
-  blocks: readonly BlockHash[];
+  blocks: BlockHashes;
   /** Tokens per block of `blocks`. */
   blockSize: number;
   promptTokens: number;
@@ -48,7 +51,7 @@ export interface RouteRequest {
 /** Answers how much of a prompt each instance probably holds in its prefix cache. */
 export interface PrefixLookup {
   /** Leading blocks of `blocks` that `instance` holds. */
-  matchedBlocks(instance: string, blocks: readonly BlockHash[]): number;
+  matchedBlocks(instance: string, blocks: BlockHashes): number;
 }
 
 export interface RouteDecision {

@@ -73,7 +73,7 @@ export function computeBounds(workload: Workload, preset: ModelPreset, instances
     const turn = workload.episodes[e]!.turns[k]!;
     const seq = turn.seq;
     const hit = pool.matchedBlocks('pool', seq.slice(0, usableBlocks(turn, bs)));
-    pool.insert('pool', seq.slice(0, turn.kvBlocks));
+    pool.insert('pool', seq.slice(0, turn.kvBlocks), workload.episodes[e]!.chainId);
     const o = turn.outputTokens;
     prompt += turn.promptTokens;
     hitTokens += hit * bs;

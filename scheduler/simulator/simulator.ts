@@ -138,7 +138,7 @@ export function simulate(options: SimulationOptions): SimulationResult {
     routed.delete(r.id);
     inFlightRequests[r.instance]!--;
     inFlightTokens[r.instance]! -= r.spec.promptTokens + r.spec.outputTokens;
-    index.insert(e.name, r.spec.seq.slice(0, r.spec.kvBlocks));
+    index.insert(e.name, r.spec.seq.slice(0, r.spec.kvBlocks), req.chainId);
     policy.onFinished?.(req, e.name);
     gate?.ended(req, e.name, now * 1000, r.spec.promptTokens + r.spec.outputTokens);
     latencies.push(now - r.released);
@@ -168,7 +168,7 @@ export function simulate(options: SimulationOptions): SimulationResult {
       forfeited += Math.max(0, engines[prev]!.cachedBlocks(spec) - engines[target]!.cachedBlocks(spec)) * bs;
     }
     lastInstance.set(chainId, target);
-    index.insert(decision.instance, request.blocks);
+    index.insert(decision.instance, request.blocks, chainId);
     inFlightRequests[target]!++;
     inFlightTokens[target]! += spec.promptTokens + spec.outputTokens;
     const r: SimRequest = {

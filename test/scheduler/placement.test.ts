@@ -1,8 +1,11 @@
 import type { FastifyInstance } from 'fastify';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
 import type { EngineInstance } from '../../gateway/server.js';
 import { RemoteRouter } from '../../scheduler/placement/remote-router.js';
+import { blockHashes } from '../../scheduler/routing/block-hash.js';
 import { startPlacementService, type PlacementService } from '../../scheduler/placement/service.js';
 import { createRouter, type CallRouter, type RoutingOptions } from '../../scheduler/router.js';
 import { freePort } from '../../stack/ports.js';
@@ -119,6 +122,58 @@ describe('placement service shared by gateway replicas', () => {
     await expect.poll(waiting).toBe(0);
     router.finished(blocker!, []);
     await expect.poll(async () => service.router.registry.views()[0]!.inFlightRequests).toBe(0);
+  });
+
+  it('sends a chain only its new blocks; a base the service lacks is refused and the caller sends them all', async () => {
+    const lines: string[] = [];
+    // What the router sends, seen on its way to the service.
+    const sent: { path: string; base?: { blocks: number }; blocks: number[] }[] = [];
+    const relay = http.createServer(async (request, response) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of request) chunks.push(chunk as Buffer);
+      const body = Buffer.concat(chunks).toString();
+      if (body) sent.push({ path: request.url!, ...(JSON.parse(body) as { blocks: number[] }) });
+      const answer = await fetch(`${service.url}${request.url}`, { method: request.method, headers: request.headers as Record<string, string>, body: body || undefined });
+      response.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' }).end(await answer.text());
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const relayUrl = `http://127.0.0.1:${(relay.address() as AddressInfo).port}`;
+    const router = new RemoteRouter({ url: relayUrl, token: TOKEN, engines, routing, retryAfterMs: 60_000, log: (line) => lines.push(line) });
+    const post = (path: string, body: object) =>
+      fetch(`${service.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify(body) });
+    const raw = async (base: object | undefined, blocks: number[]) => {
+      const r = await post('/v1/place', { chainId: 'delta/0', base, blocks, blockSize: 64, promptTokens: 64 * blocks.length, expectedOutputTokens: 1, exclude: [] });
+      const answer = (await r.json()) as { placement?: { id: string }; error?: { type: string } };
+      if (answer.placement) await post('/v1/failed', { id: answer.placement.id, engineDown: false });
+      return { status: r.status, type: answer.error?.type };
+    };
+    const prompt = Array.from({ length: 300 }, (_, i) => i);
+    const sampled = Array.from({ length: 100 }, (_, i) => 1_000 + i);
+    const first = (await router.acquire({ chainId: 'delta/0', promptIds: prompt, expectedOutputTokens: 100 }))!;
+    router.finished(first, sampled);
+    await expect.poll(async () => service.router.registry.views()[0]!.inFlightRequests).toBe(0);
+    // The service holds prompt + output as sent in two parts: a call naming all of it as its base is placed.
+    const all = blockHashes([...prompt, ...sampled]);
+    expect(all).toHaveLength(6);
+    expect(await raw({ blocks: 6, hash: all[5] }, [])).toEqual({ status: 200, type: undefined });
+    expect(await raw({ blocks: 6, hash: all[5]! + 1 }, [])).toEqual({ status: 409, type: 'StaleChainBaseError' });
+    // The service now hears another history for the chain: the router's next call names a base it lacks, and is sent again whole.
+    expect(await raw(undefined, [7])).toEqual({ status: 200, type: undefined });
+    const next = await router.acquire({ chainId: 'delta/0', promptIds: [...prompt, ...sampled, ...prompt], expectedOutputTokens: 1 });
+    expect(next).toMatchObject({ via: 'service', instance: 'kv' });
+    router.failed(next!, false);
+    const whole = blockHashes([...prompt, ...sampled, ...prompt]);
+    expect(await raw({ blocks: whole.length, hash: whole.at(-1) }, [])).toEqual({ status: 200, type: undefined });
+    expect(lines).toEqual([]);
+    relay.close();
+    // Per call: its base and the blocks it carried (the last failure's notice may still be on its way).
+    const calls = sent.filter((c) => c.path === '/v1/acquire' || c.path === '/v1/finished').map((c) => [c.path, c.base?.blocks ?? 0, c.blocks.length]);
+    expect(calls).toEqual([
+      ['/v1/acquire', 0, 4],
+      ['/v1/finished', 4, 2],
+      ['/v1/acquire', 6, 4],
+      ['/v1/acquire', 0, 10],
+    ]);
   });
 
   it('falls back to routing locally when the placement service is unreachable', async () => {

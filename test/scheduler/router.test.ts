@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { InstanceRegistry } from '../../scheduler/registry.js';
 import { createRouter, Router, type RouteCall, type RouterPrefixIndex } from '../../scheduler/router.js';
-import type { BlockHash, InstanceView, RouteRequest, RoutingPolicy } from '../../scheduler/routing/types.js';
+import type { BlockHash, BlockHashes, InstanceView, RouteRequest, RoutingPolicy } from '../../scheduler/routing/types.js';
 
 /** Nothing listens there: health checks fail at once. */
 const DEAD = 'http://127.0.0.1:1';
@@ -28,13 +28,13 @@ class RecordingPolicy implements RoutingPolicy {
 
 /** Test index recording what the router feeds it. */
 class RecordingIndex implements RouterPrefixIndex {
-  inserted: [string, BlockHash[]][] = [];
+  inserted: [string, BlockHash[], string][] = [];
   dropped: string[] = [];
   matchedBlocks(): number {
     return 0;
   }
-  insert(instance: string, blocks: readonly BlockHash[]): void {
-    this.inserted.push([instance, [...blocks]]);
+  insert(instance: string, blocks: BlockHashes, chainId: string): void {
+    this.inserted.push([instance, Array.from(blocks), chainId]);
   }
   dropInstance(instance: string): void {
     this.dropped.push(instance);
@@ -46,8 +46,10 @@ function setup() {
   const policy = new RecordingPolicy();
   const index = new RecordingIndex();
   // One "block" per 2 tokens, hashed as their sum: easy to read back.
-  const blockHashes = (_chain: string, ids: ArrayLike<number>) =>
-    Array.from({ length: Math.floor(ids.length / 2) }, (_, i) => ids[2 * i]! + ids[2 * i + 1]!);
+  const blockHashes = (_chain: string, head: ArrayLike<number>, tail: ArrayLike<number> = []) => {
+    const ids = [...Array.from(head), ...Array.from(tail)];
+    return Array.from({ length: Math.floor(ids.length / 2) }, (_, i) => ids[2 * i]! + ids[2 * i + 1]!);
+  };
   const router = new Router(registry, policy, index, { blockSize: 2, blockHashes, maxAttempts: 2 });
   return { registry, policy, index, router };
 }
@@ -65,8 +67,8 @@ describe('router', () => {
     expect(policy.finished).toEqual(['b']);
     // The prompt when routed, then prompt + output once generated.
     expect(index.inserted).toEqual([
-      ['b', [3, 7]],
-      ['b', [3, 7, 11]],
+      ['b', [3, 7], 's/0'],
+      ['b', [3, 7, 11], 's/0'],
     ]);
   });
 
