@@ -112,19 +112,19 @@ async function spawnEngine(dir: string, script: object): Promise<{ url: string; 
   return { url, child };
 }
 
-function encodeTimes(codec: Codec): { context: number; ms: number }[] {
+async function encodeTimes(codec: Codec): Promise<{ context: number; ms: number }[]> {
   const messages: ChatMessage[] = [
     { role: 'system', content: 'You are a coding agent.' },
     { role: 'user', content: 'Inspect the repository.' },
   ];
-  let context = codec.encoder.encodeFirst(messages, tools as never).length;
+  let context = (await codec.encoder.encodeFirst(messages, tools as never)).length;
   const rows: { context: number; ms: number }[] = [];
   for (let turn = 0; turn < TURNS; turn++) {
     const appended: ChatMessage[] = [{ role: 'tool', content: toolOutput(0, turn) }];
     const t0 = performance.now();
     const reps = 5;
     let delta: number[] = [];
-    for (let i = 0; i < reps; i++) delta = codec.encoder.encodeAppended(appended, tools as never);
+    for (let i = 0; i < reps; i++) delta = await codec.encoder.encodeAppended(appended, tools as never);
     rows.push({ context, ms: (performance.now() - t0) / reps });
     context += 40 + delta.length;
   }
@@ -144,7 +144,7 @@ async function main(): Promise<void> {
   const address = gateway.server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
 
-  const encodes = encodeTimes(codec);
+  const encodes = await encodeTimes(codec);
   const finalContext = encodes[encodes.length - 1]!.context;
   console.log(`gateway benchmark: ${TURNS} turns per session, contexts growing to ${finalContext} tokens, engine timeScale 0, ${os.cpus().length} cores`);
   console.log('sessions | gateway p50 / p99 ms | direct p50 / p99 ms | added p50 / p99 ms | gateway req/s | direct req/s | rate ratio');

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
-import type { TextTokenizer } from '../gateway/codec/tokenizer.js';
+import type { SyncTokenizer } from '../gateway/codec/tokenizer.js';
 import { Engine, type EngineStats, type TimeModel } from './engine.js';
 import { PolicyScriptSchema, ScriptedPolicy, type PolicyScriptInput } from './script.js';
 import { createServer } from './server.js';
@@ -61,7 +61,7 @@ const EngineSimConfigSchema = z.object({
 
 export interface EngineSimOptions {
   /** The model's tokenizer (load it once and share it: loading takes a few hundred ms). */
-  tokenizer: TextTokenizer;
+  tokenizer: SyncTokenizer;
   /** What the simulated model answers. Default: no tasks, so every answer is "Done.". */
   script?: PolicyScriptInput;
   /** Interface to listen on. Default `127.0.0.1`. */

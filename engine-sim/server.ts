@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { TextTokenizer } from '../gateway/codec/tokenizer.js';
+import type { SyncTokenizer } from '../gateway/codec/tokenizer.js';
 import type { Engine, RequestOutcome } from './engine.js';
 import { renderMetrics } from './metrics.js';
 import { sampleOutput, TextRenderer, type Sample, type SampleOptions } from './output.js';
@@ -48,7 +48,7 @@ export const CompletionRequestSchema = z.object({
 export interface ServerDeps {
   engine: Engine;
   policy: ScriptedPolicy;
-  tokenizer: TextTokenizer;
+  tokenizer: SyncTokenizer;
   modelName: string;
   seed: number;
   /** SGLang's `--incremental-streaming-output`: `/generate` chunks carry only what is new. */

@@ -8,8 +8,8 @@ import type { Chain } from './chain.js';
  * reasoning once a new user turn arrives) they differ; the chain keeps what the model saw, and the
  * report says from where and for how many turns — nothing is patched.
  */
-export function driftReport(codec: Codec, chain: Chain): ChainReport {
-  const full = codec.tokenizer.encode(codec.template.render(chain.history, { tools: chain.tools, addGenerationPrompt: false }));
+export async function driftReport(codec: Codec, chain: Chain): Promise<ChainReport> {
+  const full = await codec.tokenizer.encode(codec.template.render(chain.history, { tools: chain.tools, addGenerationPrompt: false }));
   const tokens = chain.tokens;
   let offset = -1;
   for (let i = 0; i < tokens.length; i++) {

@@ -97,7 +97,7 @@ export class SessionManager {
     }
     const turns = await this.store.loadTurns(sessionId);
     const session = this.live.get(record.key) ?? GatewaySession.restore(record, turns);
-    await this.store.saveChainReports(sessionId, session.chains.filter((c) => c.turns.length > 0).map((c) => driftReport(this.codec, c)));
+    await this.store.saveChainReports(sessionId, await Promise.all(session.chains.filter((c) => c.turns.length > 0).map((c) => driftReport(this.codec, c))));
     await this.store.closeSession(sessionId, session.terminationReason ?? reason);
     this.live.delete(record.key);
     const tokens = session.chains.reduce((sum, c) => sum + c.tokens.length, 0);

@@ -193,11 +193,11 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
     const { encoder, tokenizer } = deps.codec;
     const base = plan.kind === 'new' ? [] : chain.tokens.slice(0, plan.baseTokens);
     let delta: number[];
-    if (base.length === 0) delta = encoder.encodeFirst(plan.appended, input.tools);
+    if (base.length === 0) delta = await encoder.encodeFirst(plan.appended, input.tools);
     else {
       // A turn cut by max_tokens has no end-of-turn token; the template would have closed it.
       const close = base[base.length - 1] === encoder.endOfTurnId ? [] : [encoder.endOfTurnId];
-      delta = [...close, ...encoder.encodeAppended(plan.appended, input.tools)];
+      delta = [...close, ...(await encoder.encodeAppended(plan.appended, input.tools))];
     }
     const prompt = [...base, ...delta];
     const room = budgets.maxContextTokens - prompt.length;

@@ -1,10 +1,9 @@
 import { TaskCatalog } from '../../activities/task-catalog.js';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
-import type { Codec } from '../../gateway/codec/index.js';
+import { loadJsTokenizer } from '../../gateway/codec/js-tokenizer.js';
 import type { InstanceConfig } from '../../scheduler/index.js';
 import { scriptForTask } from '../../tasks/solution-script.js';
 import { ConfigError, type Config } from '../config.js';
-import { loadConfiguredCodec } from './codec.js';
 
 /** The simulated engines as the other roles reach them. */
 export interface EnginesRole {
@@ -30,10 +29,11 @@ export function configuredInstances(config: Config): InstanceConfig[] {
 /** Starts the simulated engines of `engineSim`, one per instance, on consecutive ports from `basePort`. */
 export async function startEngines(
   config: Config,
-  shared: { codec?: Codec; tasks?: TaskCatalog } = {},
+  shared: { tasks?: TaskCatalog } = {},
 ): Promise<EnginesRole> {
   const sim = config.engineSim;
-  const codec = shared.codec ?? (await loadConfiguredCodec(config));
+  // engine-sim tokenizes synchronously, on its own loop: the pure-JS tokenizer.
+  const tokenizer = await loadJsTokenizer(config.model.dir ?? undefined);
   const source = await (shared.tasks ?? new TaskCatalog()).load(sim.tasks);
   const script = {
     answers: sim.answers,
@@ -46,7 +46,7 @@ export async function startEngines(
     for (let i = 0; i < sim.instances; i++) {
       sims.push(
         await startEngineSim({
-          tokenizer: codec.tokenizer,
+          tokenizer,
           script,
           port: sim.basePort === 0 ? 0 : sim.basePort + i,
           modelName: config.model.name,

@@ -9,7 +9,7 @@ import {
 import { createBackend } from '../../gateway/backends/index.js';
 import { SglangBackend } from '../../gateway/backends/sglang.js';
 import { VllmBackend } from '../../gateway/backends/vllm.js';
-import type { TextTokenizer } from '../../gateway/codec/tokenizer.js';
+import type { SyncTokenizer } from '../../gateway/codec/tokenizer.js';
 import { firstPrompt, nextPrompt, useEngineSims } from '../engine-sim/helpers.js';
 
 const MODEL = 'Qwen/Qwen3-8B';
@@ -24,7 +24,7 @@ const KINDS: BackendKind[] = ['vllm', 'sglang'];
 
 const engines = useEngineSims(11);
 const { start } = engines;
-let tk: TextTokenizer;
+let tk: SyncTokenizer;
 beforeAll(() => {
   tk = engines.tokenizer();
 });

@@ -1,0 +1,116 @@
+import { z } from 'zod';
+import type { ModelFiles } from './model-files.js';
+
+/**
+ * GPT-2's byte ⇄ character table of byte-level BPE: printable bytes map to themselves, the others
+ * to code points from U+0100 on, in byte order.
+ */
+function byteLevelAlphabet(): Map<string, number> {
+  const printable = (b: number): boolean => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || b >= 0xae;
+  const table = new Map<string, number>();
+  let next = 0x100;
+  for (let b = 0; b < 256; b++) table.set(String.fromCodePoint(printable(b) ? b : next++), b);
+  return table;
+}
+
+const TokenizerJsonShape = z.object({
+  decoder: z.object({ type: z.literal('ByteLevel') }).passthrough(),
+  model: z
+    .object({
+      type: z.literal('BPE'),
+      vocab: z.record(z.string(), z.number().int().min(0)),
+      end_of_word_suffix: z.string().nullish(),
+    })
+    .passthrough(),
+  added_tokens: z.array(z.object({ id: z.number().int().min(0), content: z.string() }).passthrough()),
+});
+
+/**
+ * Synchronous decode and special-token lookup straight from a byte-level BPE vocabulary, exactly as
+ * the pure-JS tokenizer decodes (runs of vocabulary tokens as UTF-8 with U+FFFD for invalid
+ * sequences, added tokens as written, unknown ids dropped) without building it: a few MB and tens
+ * of ms instead of the whole pure-JS tokenizer next to the native one.
+ */
+export class ByteLevelDecoder {
+  private readonly utf8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
+  private scratch = new Uint8Array(1 << 12);
+
+  private constructor(
+    /** Bytes of every vocabulary token, concatenated in id order. */
+    private readonly bytes: Uint8Array,
+    /** Token `id` is `bytes[offsets[id]..offsets[id + 1]]`. */
+    private readonly offsets: Uint32Array,
+    private readonly addedById: Map<number, string>,
+  ) {}
+
+  /**
+   * The decoder of a model directory, or undefined when its tokenizer is not plain byte-level BPE
+   * decoded without clean-up (then only the pure-JS tokenizer decodes it as the gateway expects).
+   */
+  static of(files: ModelFiles): ByteLevelDecoder | undefined {
+    const parsed = TokenizerJsonShape.safeParse(files.tokenizerJson);
+    if (!parsed.success || parsed.data.model.end_of_word_suffix) return undefined;
+    if (files.tokenizerConfig.clean_up_tokenization_spaces !== false) return undefined;
+    const alphabet = byteLevelAlphabet();
+    const addedById = new Map(parsed.data.added_tokens.map((t) => [t.id, t.content]));
+    const added = new Set(addedById.values());
+    const byId: string[] = [];
+    for (const [token, id] of Object.entries(parsed.data.model.vocab)) {
+      // The pure-JS decoder treats a vocabulary token spelled like an added token as that token.
+      if (added.has(token) || addedById.has(id) || byId[id] !== undefined) return undefined;
+      byId[id] = token;
+    }
+    const offsets = new Uint32Array(byId.length + 1);
+    const bytes: number[] = [];
+    for (let id = 0; id < byId.length; id++) {
+      for (const ch of byId[id] ?? '') {
+        const b = alphabet.get(ch);
+        if (b === undefined) return undefined;
+        bytes.push(b);
+      }
+      offsets[id + 1] = bytes.length;
+    }
+    return new ByteLevelDecoder(Uint8Array.from(bytes), offsets, addedById);
+  }
+
+  decode(ids: readonly number[]): string {
+    let out = '';
+    let used = 0;
+    for (const id of ids) {
+      const added = this.addedById.get(id);
+      if (added !== undefined) {
+        if (used > 0) out += this.utf8.decode(this.scratch.subarray(0, used));
+        used = 0;
+        out += added;
+        continue;
+      }
+      if (!(id >= 0 && id + 1 < this.offsets.length)) continue;
+      const from = this.offsets[id]!;
+      const to = this.offsets[id + 1]!;
+      if (used + to - from > this.scratch.length) this.grow(used + to - from);
+      this.scratch.set(this.bytes.subarray(from, to), used);
+      used += to - from;
+    }
+    if (used > 0) out += this.utf8.decode(this.scratch.subarray(0, used));
+    return out;
+  }
+
+  /** An added token (`<|im_end|>`, `<think>`) or a whole vocabulary token; throws otherwise. */
+  tokenId(text: string): number {
+    for (const [id, content] of this.addedById) if (content === text) return id;
+    // Rare (a protocol's few special tokens, once each): a scan instead of a 150k-entry map.
+    const want = new TextEncoder().encode(text);
+    for (let id = 0; id + 1 < this.offsets.length; id++) {
+      const from = this.offsets[id]!;
+      if (this.offsets[id + 1]! - from !== want.length || want.length === 0) continue;
+      if (want.every((b, i) => this.bytes[from + i] === b)) return id;
+    }
+    throw new Error(`${JSON.stringify(text)} is not a single token`);
+  }
+
+  private grow(needed: number): void {
+    const next = new Uint8Array(Math.max(needed, this.scratch.length * 2));
+    next.set(this.scratch);
+    this.scratch = next;
+  }
+}
