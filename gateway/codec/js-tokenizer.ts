@@ -31,6 +31,7 @@ export class JsTokenizer implements SyncTokenizer {
 export function jsTextTokenizer(files: ModelFiles): TextTokenizer {
   const sync = new JsTokenizer(files);
   return {
+    kind: 'js',
     encode: async (text) => sync.encode(text),
     decode: (ids) => sync.decode(ids),
     tokenId: (text) => sync.tokenId(text),

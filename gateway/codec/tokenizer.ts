@@ -16,6 +16,8 @@ export interface SyncTokenizer {
  * the stream splitter decodes as tokens arrive.
  */
 export interface TextTokenizer {
+  /** Which implementation this is (after any fallback). */
+  readonly kind: TokenizerKind;
   encode(text: string): Promise<number[]>;
   decode(ids: readonly number[]): string;
   /** Id of a single token such as `<|im_end|>`; throws if the text is not one token. */
