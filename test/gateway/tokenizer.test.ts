@@ -96,6 +96,8 @@ function conversations(sources: string[]): [string, string][] {
       { role: 'user', content: 'Now again, with CRLF:\r\n\r\nok?' },
     ];
     out.push([`conversation ${i}`, template.render(messages, { tools: TOOLS, addGenerationPrompt: true })]);
+    // Ending on the model's turn keeps the reasoning the template drops once a new user turn comes.
+    out.push([`conversation ${i} with reasoning`, template.render(messages.slice(0, 6), { tools: TOOLS, addGenerationPrompt: false })]);
     out.push([`conversation ${i} no thinking`, noThinking.render(messages.slice(0, 2), { addGenerationPrompt: true })]);
   }
   return out;
@@ -163,6 +165,11 @@ describe('the native tokenizer against the pure-JS one', () => {
     const corpus = [...sources, ...conversations(sources.map(([, t]) => t)), ...UNICODE, ...randomStrings()];
     const chars = corpus.reduce((sum, [, t]) => sum + t.length, 0);
     expect(chars).toBeGreaterThan(3_000_000);
+    // The rendered conversations carry the template's tool header, tool calls and reasoning.
+    const rendered = corpus.filter(([name]) => name.startsWith('conversation')).map(([, t]) => t).join('');
+    for (const part of ['<tools>', '<tool_call>\n{"name": "shell", "arguments": {"command": "grep', '<think>\nIt works', '<tool_response>']) {
+      expect(rendered).toContain(part);
+    }
     let tokens = 0;
     let roundTrips = 0;
     for (const [name, text] of corpus) {
