@@ -79,7 +79,7 @@ export class ByteLevelDecoder {
     return new ByteLevelDecoder(bytes, offsets, addedById);
   }
 
-  decode(ids: readonly number[]): string {
+  decode(ids: Iterable<number>): string {
     let out = '';
     let used = 0;
     for (const id of ids) {

@@ -14,7 +14,7 @@ export class JsTokenizer implements SyncTokenizer {
     return this.tokenizer.encode(text, { add_special_tokens: false }).ids;
   }
 
-  decode(ids: readonly number[]): string {
+  decode(ids: Iterable<number>): string {
     return this.tokenizer.decode(Array.from(ids), { skip_special_tokens: false });
   }
 

@@ -5,7 +5,8 @@ import { loadNativeTokenizer, NativeTokenizerUnavailableError } from './native-t
 /** Text ⇄ token ids with the model's own tokenizer, synchronously (engine-sim, test fixtures). */
 export interface SyncTokenizer {
   encode(text: string): number[];
-  decode(ids: readonly number[]): string;
+  /** Text of the ids (an array or a typed-array view of a chain). */
+  decode(ids: Iterable<number>): string;
   /** Id of a single token such as `<|im_end|>`; throws if the text is not one token. */
   tokenId(text: string): number;
 }
@@ -19,7 +20,8 @@ export interface TextTokenizer {
   /** Which implementation this is (after any fallback). */
   readonly kind: TokenizerKind;
   encode(text: string): Promise<number[]>;
-  decode(ids: readonly number[]): string;
+  /** Text of the ids (an array or a typed-array view of a chain). */
+  decode(ids: Iterable<number>): string;
   /** Id of a single token such as `<|im_end|>`; throws if the text is not one token. */
   tokenId(text: string): number;
 }
