@@ -45,7 +45,7 @@ export function createEngineJudge(options: EngineJudgeOptions): JudgeEngine {
         );
       if (backends.length === 0)
         throw new JudgeUnavailableError('no engines are configured for the judge');
-      const promptIds = codec.encoder.encodeFirst(request.messages, undefined);
+      const promptIds = await codec.encoder.encodeFirst(request.messages, undefined);
       const start = next++ % backends.length;
       const rotated = [...backends.slice(start), ...backends.slice(0, start)];
       const healthy = (name: string) => options.isAvailable?.(name) ?? true;

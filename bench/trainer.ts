@@ -14,7 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BatchManifest, FinishedGroupsAnswer, ManifestFile } from '../activities/types.js';
 import { startEngineSim, type EngineSim } from '../engine-sim/index.js';
-import { loadCodec } from '../gateway/codec/index.js';
+import { loadJsTokenizer } from '../gateway/codec/js-tokenizer.js';
 import { buildBatchInput, startBatch } from '../stack/batches.js';
 import { ConfigSchema } from '../stack/config.js';
 import { freePort } from '../stack/ports.js';
@@ -74,10 +74,9 @@ async function waited(handle: WorkflowHandle<typeof batchWorkflow>, started: num
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'bench-trainer-'));
   const server = await startDevServer({ dataDir: path.join(dataDir, 'temporal'), port: await freePort(), uiPort: 0 });
-  const codec = await loadCodec();
   const tasks = await loadTasks(builtinPackDir());
   const sims: EngineSim[] = [];
-  for (let i = 0; i < 2; i++) sims.push(await startEngineSim({ tokenizer: codec.tokenizer, script: { tasks: tasks.map(scriptForTask), wanderProbability: 0.3 }, timeScale: TIME_SCALE, seed: 3 + i }));
+  for (let i = 0; i < 2; i++) sims.push(await startEngineSim({ tokenizer: await loadJsTokenizer(), script: { tasks: tasks.map(scriptForTask), wanderProbability: 0.3 }, timeScale: TIME_SCALE, seed: 3 + i }));
   const config = ConfigSchema.parse({
     dataDir,
     temporal: { address: server.address },

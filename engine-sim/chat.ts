@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { ChatTemplate } from '../gateway/codec/chat-template.js';
 import type { ChatMessage, ToolCall, ToolSpec } from '../gateway/codec/messages.js';
 import { StreamSplitter } from '../gateway/codec/stream-splitter.js';
-import type { TextTokenizer } from '../gateway/codec/tokenizer.js';
+import type { SyncTokenizer } from '../gateway/codec/tokenizer.js';
 import { parseQwen3Turn } from '../gateway/codec/tool-parser.js';
 import type { RequestOutcome } from './engine.js';
 import { errorBody, type RouteContext } from './server.js';
@@ -129,7 +129,7 @@ function toolCallsOut(calls: ToolCall[]) {
 
 export interface ChatRouteDeps {
   template: ChatTemplate;
-  tokenizer: TextTokenizer;
+  tokenizer: SyncTokenizer;
   modelName: string;
   /** The model's end-of-turn token (`<|im_end|>`), left out of the parsed turn. */
   endOfTurnId: number;

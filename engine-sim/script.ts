@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import type { TextTokenizer } from '../gateway/codec/tokenizer.js';
+import type { SyncTokenizer } from '../gateway/codec/tokenizer.js';
 import type { Rng } from './prng.js';
 import { adaptTurn, parseDeclaredTools } from './tool-mapping.js';
 
@@ -130,7 +130,7 @@ export class ScriptedPolicy {
 
   constructor(
     private readonly script: PolicyScript,
-    private readonly tokenizer: TextTokenizer,
+    private readonly tokenizer: SyncTokenizer,
   ) {
     this.imStart = tokenizer.tokenId('<|im_start|>');
     this.imEnd = tokenizer.tokenId('<|im_end|>');

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { ChatTemplate } from '../gateway/codec/chat-template.js';
-import type { TextTokenizer } from '../gateway/codec/tokenizer.js';
+import type { SyncTokenizer } from '../gateway/codec/tokenizer.js';
 import { registerChatRoutes } from './chat.js';
 import type { Engine, RequestOutcome } from './engine.js';
 import { renderMetrics } from './metrics.js';
@@ -50,7 +50,7 @@ export const CompletionRequestSchema = z.object({
 export interface ServerDeps {
   engine: Engine;
   policy: ScriptedPolicy;
-  tokenizer: TextTokenizer;
+  tokenizer: SyncTokenizer;
   /** The model's chat template, for `/v1/chat/completions`. */
   chatTemplate: ChatTemplate;
   modelName: string;

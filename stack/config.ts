@@ -166,6 +166,12 @@ export const ConfigSchema = z
         name: z.string().default('Qwen/Qwen3-8B'),
         enableThinking: z.boolean().default(true),
         toolParser: z.enum(['qwen3', 'qwen3-coder']).default('qwen3'),
+        /**
+         * The gateway's tokenizer: `native` (Hugging Face's Rust tokenizer, encoding on the thread
+         * pool) or `js` (pure-JS, on the event loop). Default `native`; `js`, with a warning, where
+         * the native module does not load.
+         */
+        tokenizer: z.enum(['native', 'js']).default('native'),
       })
       .prefault({}),
     engines: z.array(Engine).default([]),

@@ -79,7 +79,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     let engines: InstanceConfig[] = config.engines;
     if (engines.length === 0) {
       log(`starting ${config.engineSim.instances} simulated engines`);
-      const sims = await startEngines(config, { codec, tasks });
+      const sims = await startEngines(config, { tasks });
       stops.push(() => sims.stop());
       engines = sims.instances;
     }

@@ -10,12 +10,12 @@ import type { TextTokenizer } from './tokenizer.js';
  */
 export interface IncrementalEncoder {
   /** Token ids of a full render with the generation prompt. */
-  encodeFirst(messages: ChatMessage[], tools: ToolSpec[] | undefined): number[];
+  encodeFirst(messages: ChatMessage[], tools: ToolSpec[] | undefined): Promise<number[]>;
   /**
    * Token ids to append after a stored chain that ends with a sampled end-of-turn token: the turn
    * separator, the new messages as the template renders them after a turn, the generation prompt.
    */
-  encodeAppended(messages: ChatMessage[], tools: ToolSpec[] | undefined): number[];
+  encodeAppended(messages: ChatMessage[], tools: ToolSpec[] | undefined): Promise<number[]>;
   /** Ids of the generation prompt, e.g. `<|im_start|>assistant\n`. */
   readonly generationPrompt: number[];
   /** Id of the end-of-turn token, e.g. `<|im_end|>`. */
@@ -26,7 +26,7 @@ export interface IncrementalEncoder {
 
 const EMPTY_USER: ChatMessage = { role: 'user', content: '' };
 
-export function createIncrementalEncoder(template: ChatTemplate, tokenizer: TextTokenizer): IncrementalEncoder {
+export async function createIncrementalEncoder(template: ChatTemplate, tokenizer: TextTokenizer): Promise<IncrementalEncoder> {
   const probeBare = template.render([EMPTY_USER], { addGenerationPrompt: false });
   const probeGen = template.render([EMPTY_USER], { addGenerationPrompt: true });
   if (!probeGen.startsWith(probeBare)) {
@@ -39,13 +39,13 @@ export function createIncrementalEncoder(template: ChatTemplate, tokenizer: Text
   const separator = probeBare.slice(eotAt + template.endOfTurn.length);
 
   return {
-    generationPrompt: tokenizer.encode(generationPromptText),
+    generationPrompt: await tokenizer.encode(generationPromptText),
     opensReasoning: generationPromptText.trimEnd().endsWith('<think>'),
     endOfTurnId: tokenizer.tokenId(template.endOfTurn),
-    encodeFirst(messages, tools) {
+    async encodeFirst(messages, tools) {
       return tokenizer.encode(template.render(messages, { tools, addGenerationPrompt: true }));
     },
-    encodeAppended(messages, tools) {
+    async encodeAppended(messages, tools) {
       // Render the same tool header in both, so cutting the base off leaves only the new turns.
       const base = template
         .render([EMPTY_USER], { tools, addGenerationPrompt: false })

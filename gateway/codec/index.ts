@@ -1,7 +1,7 @@
 import { createChatTemplate, type ChatTemplate } from './chat-template.js';
 import { createIncrementalEncoder, type IncrementalEncoder } from './incremental.js';
 import { defaultModelDir, loadModelFiles } from './model-files.js';
-import { createTokenizer, type TextTokenizer } from './tokenizer.js';
+import { createTokenizer, type TextTokenizer, type TokenizerKind } from './tokenizer.js';
 import { parseQwen3Turn, type ParsedTurn } from './tool-parser.js';
 import { parseQwen3CoderTurn } from './tool-parser-xml.js';
 import { StreamSplitter } from './stream-splitter.js';
@@ -10,7 +10,7 @@ import type { ToolSpec } from './messages.js';
 export type { ChatMessage, ToolCall, ToolSpec } from './messages.js';
 export { canonicalKey, messageDigest } from './messages.js';
 export type { ParsedTurn } from './tool-parser.js';
-export type { TextTokenizer } from './tokenizer.js';
+export type { SyncTokenizer, TextTokenizer, TokenizerKind } from './tokenizer.js';
 
 /** Everything the gateway needs to turn messages into tokens and sampled tokens into messages. */
 export interface Codec {
@@ -32,6 +32,11 @@ export interface CodecOptions {
    * (`<function=…><parameter=…>`, Qwen3-Coder and Qwen3.5). Default `qwen3`.
    */
   toolParser?: ToolParserName;
+  /**
+   * `native` (Hugging Face's Rust tokenizer, encoding on the thread pool) or `js` (the pure-JS
+   * one, on the event loop). Default `native`; `js` when the native module does not load here.
+   */
+  tokenizer?: TokenizerKind;
 }
 
 export type ToolParserName = 'qwen3' | 'qwen3-coder';
@@ -43,13 +48,13 @@ const TOOL_PARSERS: Record<ToolParserName, (text: string, tools?: ToolSpec[]) =>
 
 export async function loadCodec(options: CodecOptions = {}): Promise<Codec> {
   const files = await loadModelFiles(options.modelDir ?? defaultModelDir());
-  const tokenizer = createTokenizer(files);
+  const tokenizer = await createTokenizer(files, options.tokenizer);
   const template = createChatTemplate(files, { enableThinking: options.enableThinking });
   return {
     modelDir: files.dir,
     tokenizer,
     template,
-    encoder: createIncrementalEncoder(template, tokenizer),
+    encoder: await createIncrementalEncoder(template, tokenizer),
     parseTurn: TOOL_PARSERS[options.toolParser ?? 'qwen3'],
   };
 }

@@ -34,7 +34,7 @@ export class StreamSplitter {
    *   so the turn begins as reasoning without sampling the tag. Default false.
    */
   constructor(
-    private readonly tokenizer: TextTokenizer,
+    private readonly tokenizer: Pick<TextTokenizer, 'decode'>,
     private readonly endOfTurnId: number,
     private readonly startsInReasoning = false,
   ) {}

@@ -1,25 +1,45 @@
-import { Tokenizer } from '@huggingface/tokenizers';
 import type { ModelFiles } from './model-files.js';
+import { jsTextTokenizer } from './js-tokenizer.js';
+import { loadNativeTokenizer, NativeTokenizerUnavailableError } from './native-tokenizer.js';
 
-/** Text ⇄ token ids with the model's own tokenizer; special tokens are kept as written. */
-export interface TextTokenizer {
+/** Text ⇄ token ids with the model's own tokenizer, synchronously (engine-sim, test fixtures). */
+export interface SyncTokenizer {
   encode(text: string): number[];
-  decode(ids: readonly number[]): string;
-  /** Id of a single special token such as `<|im_end|>`; throws if the text is not one token. */
+  /** Text of the ids (an array or a typed-array view of a chain). */
+  decode(ids: Iterable<number>): string;
+  /** Id of a single token such as `<|im_end|>`; throws if the text is not one token. */
   tokenId(text: string): number;
 }
 
-export function createTokenizer(files: ModelFiles): TextTokenizer {
-  const tokenizer = new Tokenizer(files.tokenizerJson, files.tokenizerConfig);
-  return {
-    encode: (text) => tokenizer.encode(text, { add_special_tokens: false }).ids,
-    decode: (ids) => tokenizer.decode(Array.from(ids), { skip_special_tokens: false }),
-    tokenId(text) {
-      const ids = tokenizer.encode(text, { add_special_tokens: false }).ids;
-      if (ids.length !== 1 || ids[0] === undefined) {
-        throw new Error(`${JSON.stringify(text)} is not a single token (got ${ids.length})`);
-      }
-      return ids[0];
-    },
-  };
+/**
+ * Text ⇄ token ids for the gateway; special tokens are kept as written. Encoding is asynchronous
+ * so the native tokenizer runs it on the thread pool; decode and tokenId stay synchronous because
+ * the stream splitter decodes as tokens arrive.
+ */
+export interface TextTokenizer {
+  /** Which implementation this is (after any fallback). */
+  readonly kind: TokenizerKind;
+  encode(text: string): Promise<number[]>;
+  /** Text of the ids (an array or a typed-array view of a chain). */
+  decode(ids: Iterable<number>): string;
+  /** Id of a single token such as `<|im_end|>`; throws if the text is not one token. */
+  tokenId(text: string): number;
+}
+
+/** `native`: Hugging Face's Rust tokenizer (`tokenizers`); `js`: the pure-JS `@huggingface/tokenizers`. */
+export type TokenizerKind = 'native' | 'js';
+
+/**
+ * The tokenizer of a model directory. `native` falls back to `js`, with one warning line, when the
+ * native module does not load on this platform.
+ */
+export async function createTokenizer(files: ModelFiles, kind: TokenizerKind = 'native'): Promise<TextTokenizer> {
+  if (kind === 'js') return jsTextTokenizer(files);
+  try {
+    return await loadNativeTokenizer(files);
+  } catch (err) {
+    if (!(err instanceof NativeTokenizerUnavailableError)) throw err;
+    console.warn(`native tokenizer unavailable (${err.message}); using the pure-JS tokenizer`);
+    return jsTextTokenizer(files);
+  }
 }

@@ -85,7 +85,7 @@ export function registerAnthropicMessages(app: FastifyInstance, deps: GatewayDep
     await sessionOf(deps, request);
     const { messages, tools } = lowerAnthropicRequest(parseBody(CountTokensRequest, request.body));
     // The prompt a new chain would send: full template render with the generation prompt.
-    return { input_tokens: deps.turns.codec.encoder.encodeFirst(messages, tools).length };
+    return { input_tokens: (await deps.turns.codec.encoder.encodeFirst(messages, tools)).length };
   });
 
   app.post('/v1/messages', async (request, reply) => {

@@ -9,8 +9,8 @@ import type { Chain } from './chain.js';
  * report says from where and for how many turns — nothing is patched. It runs once, when the
  * session closes, so the history is read from the store (`historiesOf`) rather than kept live.
  */
-export function driftReport(codec: Codec, chain: Chain, history: ChatMessage[]): ChainReport {
-  const full = codec.tokenizer.encode(codec.template.render(history, { tools: chain.tools, addGenerationPrompt: false }));
+export async function driftReport(codec: Codec, chain: Chain, history: ChatMessage[]): Promise<ChainReport> {
+  const full = await codec.tokenizer.encode(codec.template.render(history, { tools: chain.tools, addGenerationPrompt: false }));
   const tokens = chain.tokens.view();
   let offset = -1;
   for (let i = 0; i < tokens.length; i++) {

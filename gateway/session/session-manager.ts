@@ -105,7 +105,7 @@ export class SessionManager {
     const histories = historiesOf(turns);
     await this.store.saveChainReports(
       sessionId,
-      session.chains.filter((c) => c.turns.length > 0).map((c) => driftReport(this.codec, c, histories.get(c.index) ?? [])),
+      await Promise.all(session.chains.filter((c) => c.turns.length > 0).map((c) => driftReport(this.codec, c, histories.get(c.index) ?? []))),
     );
     await this.store.closeSession(sessionId, session.terminationReason ?? reason);
     this.live.delete(record.key);

@@ -198,11 +198,11 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
     const { encoder, tokenizer } = deps.codec;
     const baseTokens = plan.kind === 'new' ? 0 : plan.baseTokens;
     let delta: number[];
-    if (baseTokens === 0) delta = encoder.encodeFirst(plan.appended, input.tools);
+    if (baseTokens === 0) delta = await encoder.encodeFirst(plan.appended, input.tools);
     else {
       // A turn cut by max_tokens has no end-of-turn token; the template would have closed it.
       const close = chain.tokens.at(baseTokens - 1) === encoder.endOfTurnId ? [] : [encoder.endOfTurnId];
-      delta = [...close, ...encoder.encodeAppended(plan.appended, input.tools)];
+      delta = [...close, ...(await encoder.encodeAppended(plan.appended, input.tools))];
     }
     // A view of the chain's buffer (a copy only for a rollback): nothing O(context) per turn.
     const prompt = chain.tokens.withAppended(baseTokens, delta);

@@ -1,10 +1,11 @@
 import { TaskCatalog } from '../../activities/task-catalog.js';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
-import type { Codec } from '../../gateway/codec/index.js';
+import { createChatTemplate } from '../../gateway/codec/chat-template.js';
+import { JsTokenizer } from '../../gateway/codec/js-tokenizer.js';
+import { defaultModelDir, loadModelFiles } from '../../gateway/codec/model-files.js';
 import type { InstanceConfig } from '../../scheduler/index.js';
 import { scriptForTask } from '../../tasks/solution-script.js';
 import { ConfigError, type Config } from '../config.js';
-import { loadConfiguredCodec } from './codec.js';
 
 /** The simulated engines as the other roles reach them. */
 export interface EnginesRole {
@@ -30,10 +31,13 @@ export function configuredInstances(config: Config): InstanceConfig[] {
 /** Starts the simulated engines of `engineSim`, one per instance, on consecutive ports from `basePort`. */
 export async function startEngines(
   config: Config,
-  shared: { codec?: Codec; tasks?: TaskCatalog } = {},
+  shared: { tasks?: TaskCatalog } = {},
 ): Promise<EnginesRole> {
   const sim = config.engineSim;
-  const codec = shared.codec ?? (await loadConfiguredCodec(config));
+  const files = await loadModelFiles(config.model.dir ?? defaultModelDir());
+  // engine-sim tokenizes synchronously, on its own loop: the pure-JS tokenizer.
+  const tokenizer = new JsTokenizer(files);
+  const chatTemplate = createChatTemplate(files, { enableThinking: config.model.enableThinking });
   const source = await (shared.tasks ?? new TaskCatalog()).load(sim.tasks);
   const script = {
     answers: sim.answers,
@@ -46,8 +50,8 @@ export async function startEngines(
     for (let i = 0; i < sim.instances; i++) {
       sims.push(
         await startEngineSim({
-          tokenizer: codec.tokenizer,
-          chatTemplate: codec.template,
+          tokenizer,
+          chatTemplate,
           script,
           port: sim.basePort === 0 ? 0 : sim.basePort + i,
           modelName: config.model.name,

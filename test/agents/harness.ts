@@ -17,7 +17,7 @@ import type { Task } from '../../tasks/schema.js';
 import { scriptForTask } from '../../tasks/solution-script.js';
 import { SqliteStore, type Store, type StoredTurn } from '../../trajectory/index.js';
 import { openTestSession, sessionInfo, startTestGateway } from '../helpers/gateway.js';
-import { testCodec } from '../helpers/stack.js';
+import { testCodec, testEngineTokenizer } from '../helpers/stack.js';
 
 const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -34,10 +34,9 @@ export interface AgentStack {
 }
 
 export async function startAgentStack(): Promise<AgentStack> {
-  const codec = await testCodec();
   const taskList = await loadTasks(builtinPackDir());
   const engine = await startEngineSim({
-    tokenizer: codec.tokenizer,
+    tokenizer: await testEngineTokenizer(),
     script: { tasks: taskList.map(scriptForTask), wanderProbability: 0 },
     kvCapacityTokens: 400_000,
     timeScale: 0,

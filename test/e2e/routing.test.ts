@@ -5,7 +5,7 @@ import type { EngineInstance } from '../../gateway/server.js';
 import { createRouter, type Router } from '../../scheduler/router.js';
 import type { Store } from '../../trajectory/index.js';
 import { openTestSession, sessionInfo, SHELL_TOOLS, startTestGateway, tempStore, widgetScript } from '../helpers/gateway.js';
-import { testCodec } from '../helpers/stack.js';
+import { testCodec, testEngineTokenizer } from '../helpers/stack.js';
 
 const FULL_KV = 16_384;
 const tools = SHELL_TOOLS;
@@ -84,7 +84,7 @@ beforeAll(async () => {
     const full = name === 'e3';
     sims.set(
       name,
-      await startEngineSim({ tokenizer: codec.tokenizer, script, timeScale: full ? 5 : 0, kvCapacityTokens: full ? FULL_KV : 200_000 }),
+      await startEngineSim({ tokenizer: await testEngineTokenizer(), script, timeScale: full ? 5 : 0, kvCapacityTokens: full ? FULL_KV : 200_000 }),
     );
   }
   const engines: EngineInstance[] = names.map((name) => ({
@@ -101,7 +101,7 @@ beforeAll(async () => {
   ({ gateway, url } = await startTestGateway(store, engines, router));
 
   // Fill e3: a request reserving nearly all its KV (prompt + max_tokens) for minutes.
-  const prompt = codec.encoder.encodeFirst([{ role: 'user', content: 'HOG-HOG-HOG' }], undefined);
+  const prompt = await codec.encoder.encodeFirst([{ role: 'user', content: 'HOG-HOG-HOG' }], undefined);
   hog = new AbortController();
   void fetch(`${sims.get('e3')!.url}/v1/completions`, {
     method: 'POST',
@@ -210,9 +210,8 @@ describe("the router's token-level admission behind the gateway", () => {
   let gatedUrl: string;
 
   beforeAll(async () => {
-    const codec = await testCodec();
     // Slow enough that a long answer stays in flight until the test aborts it.
-    sim = await startEngineSim({ tokenizer: codec.tokenizer, script, timeScale: 10, kvCapacityTokens: 200_000 });
+    sim = await startEngineSim({ tokenizer: await testEngineTokenizer(), script, timeScale: 10, kvCapacityTokens: 200_000 });
     const engines: EngineInstance[] = [{ name: 'g0', kind: 'vllm', url: sim.url, kvCapacityTokens: KV }];
     gated = createRouter(engines, { metricsMaxAgeMs: 10 * 60_000, healthIntervalMs: 10 * 60_000 });
     gatedStore = tempStore('routing-gate-');

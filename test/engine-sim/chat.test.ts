@@ -72,7 +72,7 @@ describe('engine-sim /v1/chat/completions', () => {
     expect(m1.tool_calls).toHaveLength(1);
     expect(m1.tool_calls[0]!.function.name).toBe('bash');
     expect(JSON.parse(m1.tool_calls[0]!.function.arguments)).toEqual({ command: 'ls -la', timeout: 30 });
-    expect(a.usage.prompt_tokens).toBe(codec.encoder.encodeFirst(rendered(messages), TOOLS).length);
+    expect(a.usage.prompt_tokens).toBe((await codec.encoder.encodeFirst(rendered(messages), TOOLS)).length);
     expect(a.usage.total_tokens).toBe(a.usage.prompt_tokens + a.usage.completion_tokens);
 
     messages.push(
@@ -85,7 +85,7 @@ describe('engine-sim /v1/chat/completions', () => {
     const call = b.choices[0]!.message.tool_calls[0]!;
     expect(call.function.name).toBe('edit');
     expect(JSON.parse(call.function.arguments)).toMatchObject({ path: 'calc.py', old: 'a - b', new: 'a + b' });
-    expect(b.usage.prompt_tokens).toBe(codec.encoder.encodeFirst(rendered(messages), TOOLS).length);
+    expect(b.usage.prompt_tokens).toBe((await codec.encoder.encodeFirst(rendered(messages), TOOLS)).length);
     // The second prompt extends the first, so the engine's prefix cache serves its leading blocks.
     expect(b.usage.prompt_tokens_details.cached_tokens).toBeGreaterThan(0);
   });
@@ -110,7 +110,7 @@ describe('engine-sim /v1/chat/completions', () => {
     expect(finishes).toEqual(['tool_calls']);
     const usage = chunks.at(-1)!;
     expect(usage.choices).toEqual([]);
-    expect(usage.usage!.prompt_tokens).toBe(codec.encoder.encodeFirst(rendered(OPENING), TOOLS).length);
+    expect(usage.usage!.prompt_tokens).toBe((await codec.encoder.encodeFirst(rendered(OPENING), TOOLS)).length);
     expect(usage.usage!.completion_tokens).toBeGreaterThan(0);
   });
 

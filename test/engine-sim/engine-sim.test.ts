@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import type { TextTokenizer } from '../../gateway/codec/tokenizer.js';
+import type { SyncTokenizer } from '../../gateway/codec/tokenizer.js';
 import {
   SCRIPT,
   SOLVE_0,
@@ -17,7 +17,7 @@ import {
 
 const engines = useEngineSims(7);
 const { start } = engines;
-let tk: TextTokenizer;
+let tk: SyncTokenizer;
 beforeAll(() => {
   tk = engines.tokenizer();
 });

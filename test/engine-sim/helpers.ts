@@ -1,5 +1,5 @@
-import { defaultModelDir, loadModelFiles } from '../../gateway/codec/model-files.js';
-import { createTokenizer, type TextTokenizer } from '../../gateway/codec/tokenizer.js';
+import { loadJsTokenizer } from '../../gateway/codec/js-tokenizer.js';
+import type { SyncTokenizer } from '../../gateway/codec/tokenizer.js';
 import { afterEach, beforeAll } from 'vitest';
 import {
   startEngineSim,
@@ -8,8 +8,8 @@ import {
   type PolicyScriptInput,
 } from '../../engine-sim/index.js';
 
-export async function loadTokenizer(): Promise<TextTokenizer> {
-  return createTokenizer(await loadModelFiles(defaultModelDir()));
+export function loadTokenizer(): Promise<SyncTokenizer> {
+  return loadJsTokenizer();
 }
 
 /** The user message that `SCRIPT`'s task matches. */
@@ -56,7 +56,7 @@ export const SCRIPT: PolicyScriptInput = {
 export const SYSTEM = 'You are a careful coding agent. '.repeat(20);
 
 /** A first-turn ChatML prompt ending with the generation prompt, as the gateway renders it. */
-export function firstPrompt(tk: TextTokenizer, user: string, system = SYSTEM): number[] {
+export function firstPrompt(tk: SyncTokenizer, user: string, system = SYSTEM): number[] {
   return tk.encode(
     `<|im_start|>system\n${system}<|im_end|>\n<|im_start|>user\n${user}<|im_end|>\n<|im_start|>assistant\n`,
   );
@@ -64,7 +64,7 @@ export function firstPrompt(tk: TextTokenizer, user: string, system = SYSTEM): n
 
 /** The next turn's prompt: the previous prompt, the sampled ids, a tool result and the generation prompt. */
 export function nextPrompt(
-  tk: TextTokenizer,
+  tk: SyncTokenizer,
   prompt: number[],
   sampled: number[],
   toolResult: string,
@@ -147,10 +147,10 @@ export async function readSse(res: Response): Promise<unknown[]> {
  * the test says otherwise.
  */
 export function useEngineSims(seed: number): {
-  tokenizer: () => TextTokenizer;
+  tokenizer: () => SyncTokenizer;
   start: (options?: Partial<EngineSimOptions>) => Promise<EngineSim>;
 } {
-  let tk: TextTokenizer;
+  let tk: SyncTokenizer;
   const sims: EngineSim[] = [];
   beforeAll(async () => {
     tk = await loadTokenizer();

@@ -1,11 +1,11 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { TextTokenizer } from '../../gateway/codec/tokenizer.js';
+import type { SyncTokenizer } from '../../gateway/codec/tokenizer.js';
 import { PolicyScriptSchema, pythonJson, renderTurn } from '../../engine-sim/index.js';
 import { ScriptedPolicy } from '../../engine-sim/script.js';
 import { createRng } from '../../engine-sim/prng.js';
 import { SCRIPT, firstPrompt, loadTokenizer } from './helpers.js';
 
-let tk: TextTokenizer;
+let tk: SyncTokenizer;
 beforeAll(async () => {
   tk = await loadTokenizer();
 });

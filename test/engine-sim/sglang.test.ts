@@ -1,11 +1,11 @@
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import type { TextTokenizer } from '../../gateway/codec/tokenizer.js';
+import type { SyncTokenizer } from '../../gateway/codec/tokenizer.js';
 import { type EngineSim } from '../../engine-sim/index.js';
 import { SCRIPT, SOLVE_0, TASK, complete, firstPrompt, nextPrompt, readSse, useEngineSims } from './helpers.js';
 
 const engines = useEngineSims(7);
 const { start } = engines;
-let tk: TextTokenizer;
+let tk: SyncTokenizer;
 beforeAll(() => {
   tk = engines.tokenizer();
 });

@@ -1,10 +1,10 @@
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import type { TextTokenizer } from '../../gateway/codec/tokenizer.js';
+import type { SyncTokenizer } from '../../gateway/codec/tokenizer.js';
 import type { EngineSim } from '../../engine-sim/index.js';
 import { firstPrompt, post, readSse, useEngineSims } from './helpers.js';
 
 const { tokenizer, start } = useEngineSims(11);
-let tk: TextTokenizer;
+let tk: SyncTokenizer;
 beforeAll(() => {
   tk = tokenizer();
 });

@@ -11,7 +11,7 @@ import { startGatewayBridge } from '../../sandbox/bridge.js';
 import { freePort } from '../../stack/ports.js';
 import type { Store } from '../../trajectory/index.js';
 import { startTestGateway, tempStore, TEST_ADMIN_TOKEN } from '../helpers/gateway.js';
-import { testCodec } from '../helpers/stack.js';
+import { testEngineTokenizer } from '../helpers/stack.js';
 
 let engine: EngineSim;
 let store: Store;
@@ -21,7 +21,7 @@ let live: string;
 let dead: string;
 
 beforeAll(async () => {
-  const { tokenizer } = await testCodec();
+  const tokenizer = await testEngineTokenizer();
   engine = await startEngineSim({ tokenizer, script: { wanderProbability: 0, tasks: [] }, timeScale: 0 });
   store = tempStore('gw-affinity-');
   ({ gateway, url: live } = await startTestGateway(store, [{ name: 'e0', kind: 'vllm', url: engine.url }]));

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
 import type { Store } from '../../trajectory/index.js';
 import { openTestSession, sessionInfo, startTestGateway, tempStore } from '../helpers/gateway.js';
-import { testCodec } from '../helpers/stack.js';
+import { testCodec, testEngineTokenizer } from '../helpers/stack.js';
 
 const BILLING = 'x-anthropic-billing-header: cc_version=2.1.0.abc; cc_entrypoint=cli; cch=';
 const tools = [
@@ -137,8 +137,7 @@ const toolResult = (id: string, text: string): object => ({
 });
 
 beforeAll(async () => {
-  const codec = await testCodec();
-  engine = await startEngineSim({ tokenizer: codec.tokenizer, script, timeScale: 0 });
+  engine = await startEngineSim({ tokenizer: await testEngineTokenizer(), script, timeScale: 0 });
   store = tempStore('gw-anthropic-');
   ({ gateway, url } = await startTestGateway(store, [{ name: 'e0', kind: 'vllm', url: engine.url }]));
 });

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
 import type { Store } from '../../trajectory/index.js';
 import { openTestSession, sessionInfo, SHELL_TOOLS, startTestGateway, tempStore } from '../helpers/gateway.js';
-import { testCodec } from '../helpers/stack.js';
+import { testCodec, testEngineTokenizer } from '../helpers/stack.js';
 
 const tools = SHELL_TOOLS;
 const script = {
@@ -31,9 +31,8 @@ let gateway: FastifyInstance;
 let url: string;
 
 beforeAll(async () => {
-  const codec = await testCodec();
-  engines.sg = await startEngineSim({ tokenizer: codec.tokenizer, script, timeScale: 0, seed: 3 });
-  engines.vl = await startEngineSim({ tokenizer: codec.tokenizer, script, timeScale: 0, seed: 3 });
+  engines.sg = await startEngineSim({ tokenizer: await testEngineTokenizer(), script, timeScale: 0, seed: 3 });
+  engines.vl = await startEngineSim({ tokenizer: await testEngineTokenizer(), script, timeScale: 0, seed: 3 });
   store = tempStore('gw-sglang-');
   ({ gateway, url } = await startTestGateway(store, [
     { name: 'sg', kind: 'sglang', url: engines.sg.url },

@@ -9,7 +9,7 @@ import {
 import { createBackend } from '../../gateway/backends/index.js';
 import { SglangBackend } from '../../gateway/backends/sglang.js';
 import { VllmBackend } from '../../gateway/backends/vllm.js';
-import type { TextTokenizer } from '../../gateway/codec/tokenizer.js';
+import type { SyncTokenizer } from '../../gateway/codec/tokenizer.js';
 import { firstPrompt, nextPrompt, useEngineSims } from '../engine-sim/helpers.js';
 import { startRecordingProxy } from '../helpers/recording-proxy.js';
 
@@ -25,7 +25,7 @@ const KINDS: BackendKind[] = ['vllm', 'sglang'];
 
 const engines = useEngineSims(11);
 const { start } = engines;
-let tk: TextTokenizer;
+let tk: SyncTokenizer;
 beforeAll(() => {
   tk = engines.tokenizer();
 });

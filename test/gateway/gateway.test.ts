@@ -4,7 +4,7 @@ import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
 import type { Store } from '../../trajectory/index.js';
 import { closeTestSession, openTestSession, sessionInfo, SHELL_TOOLS, startTestGateway, tempStore, widgetScript } from '../helpers/gateway.js';
 import { readSseData } from '../../gateway/backends/sse.js';
-import { testCodec } from '../helpers/stack.js';
+import { testCodec, testEngineTokenizer } from '../helpers/stack.js';
 
 const tools = SHELL_TOOLS;
 const script = { wanderProbability: 0, tasks: [widgetScript()] };
@@ -41,9 +41,8 @@ const first = [
 ];
 
 beforeAll(async () => {
-  const codec = await testCodec();
-  engine = await startEngineSim({ tokenizer: codec.tokenizer, script, timeScale: 0 });
-  slowEngine = await startEngineSim({ tokenizer: codec.tokenizer, script, timeScale: 20 });
+  engine = await startEngineSim({ tokenizer: await testEngineTokenizer(), script, timeScale: 0 });
+  slowEngine = await startEngineSim({ tokenizer: await testEngineTokenizer(), script, timeScale: 20 });
   store = tempStore('gw-');
   await startGateway();
 });

@@ -19,7 +19,7 @@ import { PROJECT_ROOT } from '../../stack/temporal-binary.js';
 import type { Store } from '../../trajectory/index.js';
 import { waitForExit } from '../helpers/processes.js';
 import { openTestSession, sessionInfo, startTestGateway, tempStore } from '../helpers/gateway.js';
-import { testCodec } from '../helpers/stack.js';
+import { testCodec, testEngineTokenizer } from '../helpers/stack.js';
 
 /** Health checked only when a test asks (and once at start): each test drives the checks it needs. */
 const MANUAL: RegistryOptions = {
@@ -115,7 +115,7 @@ let store: Store;
 const closers: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
-  const { tokenizer } = await testCodec();
+  const tokenizer = await testEngineTokenizer();
   sim = await startEngineSim({ tokenizer, script, timeScale: 0 });
   // A few ms a token: the long answer streams for about a second.
   slowSim = await startEngineSim({ tokenizer, script, timeScale: 1 });
@@ -273,7 +273,7 @@ describe('the last healthy engine', () => {
 
 describe('a dead engine', () => {
   it('is taken out, even as the last healthy one, and comes back when its check passes', async () => {
-    const { tokenizer } = await testCodec();
+    const tokenizer = await testEngineTokenizer();
     let engine = await startEngineSim({ tokenizer, timeScale: 0 });
     const port = engine.port;
     closers.push(() => engine.close());

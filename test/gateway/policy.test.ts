@@ -5,7 +5,7 @@ import { readSseData } from '../../gateway/backends/sse.js';
 import { GatewayAdminClient } from '../../activities/gateway-admin.js';
 import { SqliteStore, type Store } from '../../trajectory/index.js';
 import { closeTestSession, openTestSession, sessionInfo, startTestGateway, tempStore, TEST_ADMIN_TOKEN } from '../helpers/gateway.js';
-import { testCodec } from '../helpers/stack.js';
+import { testCodec, testEngineTokenizer } from '../helpers/stack.js';
 
 /** A long scripted answer (about 600 tokens of reasoning), so a pause catches it mid-way. */
 const ESSAY = 'Write the essay';
@@ -33,7 +33,7 @@ async function startGateway(): Promise<void> {
 }
 
 beforeAll(async () => {
-  const { tokenizer } = await testCodec();
+  const tokenizer = await testEngineTokenizer();
   // Half real time: a 600-token answer takes seconds, long enough to pause in the middle.
   engines.sglang = await startEngineSim({ tokenizer, script, timeScale: 0.5, seed: 5 });
   engines.vllm = await startEngineSim({ tokenizer, script, timeScale: 0.5, seed: 5 });

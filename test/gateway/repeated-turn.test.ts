@@ -5,7 +5,7 @@ import { readSseData } from '../../gateway/backends/sse.js';
 import { TURN_HEADER } from '../../gateway/session/replay.js';
 import type { Store } from '../../trajectory/index.js';
 import { closeTestSession, openTestSession, SHELL_TOOLS, startTestGateway, tempStore, widgetScript } from '../helpers/gateway.js';
-import { testCodec } from '../helpers/stack.js';
+import { testEngineTokenizer } from '../helpers/stack.js';
 
 // A client that lost the answer to a committed call (the gateway restarted between its commit and
 // its reply) sends the same messages again: named by its turn position, it gets the stored turn.
@@ -37,8 +37,7 @@ const first = [
 const toolResult = (content: string) => ({ role: 'tool', content });
 
 beforeAll(async () => {
-  const codec = await testCodec();
-  engine = await startEngineSim({ tokenizer: codec.tokenizer, script: { wanderProbability: 0, tasks: [widgetScript()] }, timeScale: 0 });
+  engine = await startEngineSim({ tokenizer: await testEngineTokenizer(), script: { wanderProbability: 0, tasks: [widgetScript()] }, timeScale: 0 });
   store = tempStore('gw-repeat-');
   await startGateway();
 });

@@ -6,7 +6,7 @@ import type { EngineInstance } from '../../gateway/server.js';
 import { SqliteStore, type Store } from '../../trajectory/index.js';
 import { closeTestSession, openTestSession, sessionInfo, SHELL_TOOLS, startTestGateway, tempStore, TEST_ADMIN_TOKEN, widgetScript } from '../helpers/gateway.js';
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
-import { testCodec } from '../helpers/stack.js';
+import { testEngineTokenizer } from '../helpers/stack.js';
 
 /** Short, so a takeover after a replica dies takes about a second. */
 const OWNERSHIP_TTL_MS = 1_000;
@@ -42,7 +42,7 @@ async function startA(): Promise<void> {
 const urlOf = (id: 'A' | 'B') => (id === 'A' ? a.url : b.url);
 
 beforeAll(async () => {
-  const { tokenizer } = await testCodec();
+  const tokenizer = await testEngineTokenizer();
   fast = await startEngineSim({ tokenizer, script, timeScale: 0 });
   slow = await startEngineSim({ tokenizer, script, timeScale: 1 });
   engines = [

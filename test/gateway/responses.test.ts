@@ -6,7 +6,7 @@ import { lowerInput, lowerTools } from '../../gateway/protocols/openai-responses
 import { ResponsesRequest } from '../../gateway/protocols/openai-responses-schema.js';
 import type { Store } from '../../trajectory/index.js';
 import { openTestSession, sessionInfo, startTestGateway, tempStore, widgetScript } from '../helpers/gateway.js';
-import { testCodec } from '../helpers/stack.js';
+import { testCodec, testEngineTokenizer } from '../helpers/stack.js';
 
 const shellTool = { type: 'function', name: 'shell', description: 'Run a command.', strict: false, parameters: { type: 'object', properties: { command: { type: 'string' } }, $schema: 'http://json-schema.org/draft-07/schema#' } };
 const tools = [shellTool];
@@ -70,8 +70,7 @@ const firstInput = [developer, user('Fix the widget please.')];
 const output = (text: string, call_id: string) => ({ type: 'function_call_output', call_id, output: text });
 
 beforeAll(async () => {
-  const codec = await testCodec();
-  engine = await startEngineSim({ tokenizer: codec.tokenizer, script, timeScale: 0 });
+  engine = await startEngineSim({ tokenizer: await testEngineTokenizer(), script, timeScale: 0 });
   store = tempStore('gw-responses-');
   ({ gateway, url } = await startTestGateway(store, [{ name: 'e0', kind: 'vllm', url: engine.url }]));
 });

@@ -4,7 +4,7 @@ import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
 import type { ProcessStatsSnapshot } from '../../gateway/process-stats.js';
 import type { Store } from '../../trajectory/index.js';
 import { openTestSession, SHELL_TOOLS, startTestGateway, TEST_ADMIN_TOKEN, tempStore, widgetScript } from '../helpers/gateway.js';
-import { testCodec } from '../helpers/stack.js';
+import { testCodec, testEngineTokenizer } from '../helpers/stack.js';
 
 type Stats = ProcessStatsSnapshot & { liveSessions: number; collected: boolean };
 
@@ -15,7 +15,7 @@ let url: string;
 
 beforeAll(async () => {
   const codec = await testCodec();
-  engine = await startEngineSim({ tokenizer: codec.tokenizer, chatTemplate: codec.template, script: { wanderProbability: 0, tasks: [widgetScript()] }, timeScale: 0 });
+  engine = await startEngineSim({ tokenizer: await testEngineTokenizer(), chatTemplate: codec.template, script: { wanderProbability: 0, tasks: [widgetScript()] }, timeScale: 0 });
   store = tempStore('gw-stats-');
   ({ gateway, url } = await startTestGateway(store, [{ name: 'e0', kind: 'vllm', url: engine.url }]));
 });

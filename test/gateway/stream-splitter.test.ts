@@ -9,11 +9,11 @@ beforeAll(async () => {
 });
 
 /** Feeds a turn token by token and collects what would be streamed. */
-function stream(text: string, startsInReasoning = false) {
+async function stream(text: string, startsInReasoning = false) {
   const splitter = new StreamSplitter(codec.tokenizer, codec.encoder.endOfTurnId, startsInReasoning);
   let reasoning = '';
   let content = '';
-  for (const id of [...codec.tokenizer.encode(text), codec.encoder.endOfTurnId]) {
+  for (const id of [...(await codec.tokenizer.encode(text)), codec.encoder.endOfTurnId]) {
     const d = splitter.push([id]);
     reasoning += d.reasoning;
     content += d.content;
@@ -22,19 +22,19 @@ function stream(text: string, startsInReasoning = false) {
 }
 
 describe('streaming a turn as reasoning and content deltas', () => {
-  it('streams reasoning, then content, and holds tool calls back', () => {
-    const out = stream('<think>\nweigh options\n</think>\n\nChecking. ✓\n<tool_call>\n{"name": "shell", "arguments": {}}\n</tool_call>');
+  it('streams reasoning, then content, and holds tool calls back', async () => {
+    const out = await stream('<think>\nweigh options\n</think>\n\nChecking. ✓\n<tool_call>\n{"name": "shell", "arguments": {}}\n</tool_call>');
     expect(out.reasoning.trim()).toBe('weigh options');
     expect(out.content.trim()).toBe('Checking. ✓');
   });
 
-  it('treats the turn as reasoning when the generation prompt opened <think>', () => {
-    const out = stream('already thinking\n</think>\n\nanswer', true);
+  it('treats the turn as reasoning when the generation prompt opened <think>', async () => {
+    const out = await stream('already thinking\n</think>\n\nanswer', true);
     expect(out.reasoning.trim()).toBe('already thinking');
     expect(out.content).toBe('answer');
   });
 
-  it('streams a plain answer as content', () => {
-    expect(stream('just text')).toEqual({ reasoning: '', content: 'just text' });
+  it('streams a plain answer as content', async () => {
+    expect(await stream('just text')).toEqual({ reasoning: '', content: 'just text' });
   });
 });

@@ -2,7 +2,8 @@ import { mkdtempSync } from 'node:fs';
 import path from 'node:path';
 import { inject } from 'vitest';
 import { startEngineSim, type EngineSim, type PolicyScriptInput } from '../../engine-sim/index.js';
-import { loadCodec, type Codec } from '../../gateway/codec/index.js';
+import { loadCodec, type Codec, type SyncTokenizer } from '../../gateway/codec/index.js';
+import { loadJsTokenizer } from '../../gateway/codec/js-tokenizer.js';
 import { ConfigSchema, type Config } from '../../stack/config.js';
 import { builtinPackDir, loadTasks } from '../../tasks/loader.js';
 import type { Task } from '../../tasks/schema.js';
@@ -17,6 +18,13 @@ let codec: Promise<Codec> | undefined;
 export function testCodec(): Promise<Codec> {
   codec ??= loadCodec();
   return codec;
+}
+
+let engineTokenizer: Promise<SyncTokenizer> | undefined;
+/** The synchronous (pure-JS) Qwen3 tokenizer engine-sim runs on, loaded once per test file. */
+export function testEngineTokenizer(): Promise<SyncTokenizer> {
+  engineTokenizer ??= loadJsTokenizer();
+  return engineTokenizer;
 }
 
 export interface TestEngines {
@@ -36,7 +44,7 @@ export async function startTestEngines(options: {
   tasks?: Task[];
   answers?: FixedAnswerInput[];
 }): Promise<TestEngines> {
-  const { tokenizer } = await testCodec();
+  const tokenizer = await testEngineTokenizer();
   const tasks = [...(await loadTasks(builtinPackDir())), ...(options.tasks ?? [])];
   const script = {
     answers: options.answers ?? [],

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startEngineSim } from '../../engine-sim/index.js';
-import { loadCodec } from '../../gateway/codec/index.js';
+import { loadJsTokenizer } from '../../gateway/codec/js-tokenizer.js';
 import { buildBatchInput, followBatch, startBatch } from '../../stack/batches.js';
 import { ConfigSchema } from '../../stack/config.js';
 import { startStack } from '../../stack/stack.js';
@@ -25,9 +25,8 @@ import { finishedGroupsUpdate } from '../../workflows/updates.js';
 const OUT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'histories');
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'rollout-record-'));
 const server = await startDevServer({ dataDir: path.join(dataDir, 'temporal'), port: await freePort(), uiPort: 0 });
-const codec = await loadCodec();
 const tasks = await loadTasks(builtinPackDir());
-const sim = await startEngineSim({ tokenizer: codec.tokenizer, script: { tasks: tasks.map(scriptForTask), wanderProbability: 0.5 }, timeScale: 0.01, seed: 5 });
+const sim = await startEngineSim({ tokenizer: await loadJsTokenizer(), script: { tasks: tasks.map(scriptForTask), wanderProbability: 0.5 }, timeScale: 0.01, seed: 5 });
 const config = ConfigSchema.parse({
   dataDir,
   temporal: { address: server.address },

@@ -28,7 +28,7 @@ import {
   tempStore,
 } from '../helpers/gateway.js';
 import { startRecordingProxy, type RecordedCompletion } from '../helpers/recording-proxy.js';
-import { testCodec } from '../helpers/stack.js';
+import { testCodec, testEngineTokenizer } from '../helpers/stack.js';
 import { removeDirs, tempDir, writeTree } from '../sandbox/helpers.js';
 import { agentDiff, PY_FAKE_TESTS, PY_FILES, PY_FIX, pythonTask } from './fixtures.js';
 
@@ -143,7 +143,7 @@ async function judgeTask(reward: Record<string, unknown>): Promise<Task> {
 
 beforeAll(async () => {
   const codec = await testCodec();
-  sim = await startEngineSim({ tokenizer: codec.tokenizer, script: SCRIPT, timeScale: 0 });
+  sim = await startEngineSim({ tokenizer: await testEngineTokenizer(), script: SCRIPT, timeScale: 0 });
   proxy = await startRecordingProxy(sim.url, recorded);
   const instances = [{ name: 'sim-0', kind: 'vllm' as const, url: proxy.url }];
   engine = createEngineJudge({ codec, instances, modelName: 'Qwen/Qwen3-8B' });

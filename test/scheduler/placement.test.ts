@@ -11,7 +11,7 @@ import { createRouter, type CallRouter, type RoutingOptions } from '../../schedu
 import { freePort } from '../../stack/ports.js';
 import { SqliteStore, type Store } from '../../trajectory/index.js';
 import { openTestSession, sessionInfo, startTestGateway, tempStore } from '../helpers/gateway.js';
-import { testCodec } from '../helpers/stack.js';
+import { testEngineTokenizer } from '../helpers/stack.js';
 
 const TOKEN = 'placement-token';
 /** Small: one call (its prompt + max_tokens) takes more than half of it, so only one fits at a time. */
@@ -43,7 +43,7 @@ async function replica(id: string, router: CallRouter): Promise<string> {
 const remote = (url = service.url) => new RemoteRouter({ url, token: TOKEN, engines, routing, retryAfterMs: 60_000, log: () => undefined });
 
 beforeAll(async () => {
-  const { tokenizer } = await testCodec();
+  const tokenizer = await testEngineTokenizer();
   // About 400 tokens at a quarter of real time: each call runs for a good fraction of a second.
   sim = await startEngineSim({ tokenizer, script, timeScale: 0.25, kvCapacityTokens: KV });
   engines = [{ name: 'kv', kind: 'vllm', url: sim.url, kvCapacityTokens: KV }];

@@ -4,7 +4,7 @@ import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
 import { AdmissionControl } from '../../scheduler/admission.js';
 import { parsePrometheusText, readEngineMetrics } from '../../scheduler/metrics-scraper.js';
 import { InstanceRegistry } from '../../scheduler/registry.js';
-import { testCodec } from '../helpers/stack.js';
+import { testEngineTokenizer } from '../helpers/stack.js';
 
 const KV = 1024;
 
@@ -72,7 +72,7 @@ describe('instance registry against engine-sim', () => {
   const holds: AbortController[] = [];
 
   beforeEach(async () => {
-    const { tokenizer } = await testCodec();
+    const tokenizer = await testEngineTokenizer();
     // Slow enough (a step takes seconds) that a held request keeps its KV for the whole test.
     sim = await startEngineSim({ tokenizer, kvCapacityTokens: KV, timeScale: 1000 });
   });
@@ -126,7 +126,7 @@ describe('instance registry against engine-sim', () => {
   });
 
   it('takes an instance out after failed health checks or a failed call, and back when a check passes', async () => {
-    const { tokenizer } = await testCodec();
+    const tokenizer = await testEngineTokenizer();
     let engine = await startEngineSim({ tokenizer, timeScale: 0 });
     const port = engine.port;
     const registry = new InstanceRegistry([{ name: 'e', kind: 'sglang', url: engine.url }], { unhealthyAfterFailures: 2 });
@@ -161,7 +161,7 @@ describe('instance registry against engine-sim', () => {
   });
 
   it('runs its checks on timers until closed', async () => {
-    const { tokenizer } = await testCodec();
+    const tokenizer = await testEngineTokenizer();
     const engine = await startEngineSim({ tokenizer, timeScale: 0 });
     const registry = new InstanceRegistry([{ name: 'e', kind: 'vllm', url: engine.url }], {
       healthIntervalMs: 10,

@@ -1,0 +1,243 @@
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ByteLevelDecoder } from '../../gateway/codec/byte-level.js';
+import { createChatTemplate } from '../../gateway/codec/chat-template.js';
+import { JsTokenizer } from '../../gateway/codec/js-tokenizer.js';
+import type { ChatMessage, ToolSpec } from '../../gateway/codec/messages.js';
+import { defaultModelDir, loadModelFiles, type ModelFiles } from '../../gateway/codec/model-files.js';
+import { loadNativeTokenizer } from '../../gateway/codec/native-tokenizer.js';
+import { createTokenizer, type TextTokenizer } from '../../gateway/codec/tokenizer.js';
+
+const REPO = path.resolve(import.meta.dirname, '../..');
+const SHARED = path.resolve(REPO, '../shared');
+const TEXT_FILE = /\.(ts|js|mjs|py|md|json|ya?ml|sh)$/;
+
+let files: ModelFiles;
+let js: JsTokenizer;
+let native: TextTokenizer;
+let byteLevel: ByteLevelDecoder;
+
+beforeAll(async () => {
+  files = await loadModelFiles(defaultModelDir());
+  js = new JsTokenizer(files);
+  // Loaded directly, not through createTokenizer: a platform without the binary fails here
+  // instead of silently comparing the pure-JS tokenizer with itself.
+  native = await loadNativeTokenizer(files);
+  const decoder = ByteLevelDecoder.of(files);
+  if (!decoder) throw new Error('the Qwen3 tokenizer should be decoded from its byte-level vocabulary');
+  byteLevel = decoder;
+});
+
+/** Small seeded PRNG (mulberry32): the random part of the corpus is the same on every run. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function repoTexts(): [string, string][] {
+  const tracked = execFileSync('git', ['ls-files'], { cwd: REPO, encoding: 'utf8' }).split('\n');
+  const shared = readdirSync(SHARED, { recursive: true, encoding: 'utf8' })
+    .map((f) => path.join(SHARED, f))
+    .filter((f) => f.endsWith('.md') && statSync(f).isFile());
+  return [...tracked.filter((f) => TEXT_FILE.test(f)).map((f) => path.join(REPO, f)), ...shared].map((f) => [
+    path.relative(REPO, f),
+    readFileSync(f, 'utf8'),
+  ]);
+}
+
+const TOOLS: ToolSpec[] = [
+  {
+    type: 'function',
+    function: {
+      name: 'shell',
+      description: 'Run a shell command in the repository — returns stdout/stderr.',
+      parameters: { type: 'object', properties: { command: { type: 'string' }, timeout: { type: 'integer' } }, required: ['command'] },
+    },
+  },
+  {
+    type: 'function',
+    function: {
+      name: 'write_file',
+      description: 'Write a file (UTF-8).',
+      parameters: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } } },
+    },
+  },
+];
+
+function conversations(sources: string[]): [string, string][] {
+  const template = createChatTemplate(files, { enableThinking: true });
+  const noThinking = createChatTemplate(files, { enableThinking: false });
+  const out: [string, string][] = [];
+  for (let i = 0; i < sources.length; i += 3) {
+    const [a = '', b = '', c = ''] = sources.slice(i, i + 3).map((s) => s.slice(0, 6000));
+    const messages: ChatMessage[] = [
+      { role: 'system', content: 'You are a coding agent. 你是一个编程助手。 <|im_start|> is special.' },
+      { role: 'user', content: `Fix this:\n${a}` },
+      {
+        role: 'assistant',
+        content: '',
+        reasoning_content: `Let me look.\n\n${b.slice(0, 800)}`,
+        tool_calls: [
+          { name: 'shell', arguments: { command: `grep -rn "x" src\t# ${i}`, timeout: 30 } },
+          { name: 'write_file', arguments: { path: 'a.py', content: c.slice(0, 500) } },
+        ],
+      },
+      { role: 'tool', content: b },
+      { role: 'tool', content: c },
+      { role: 'assistant', content: 'Done: <tool_call> shown literally, then </think>.', reasoning_content: 'It works ✓.' },
+      { role: 'user', content: 'Now again, with CRLF:\r\n\r\nok?' },
+    ];
+    out.push([`conversation ${i}`, template.render(messages, { tools: TOOLS, addGenerationPrompt: true })]);
+    // Ending on the model's turn keeps the reasoning the template drops once a new user turn comes.
+    out.push([`conversation ${i} with reasoning`, template.render(messages.slice(0, 6), { tools: TOOLS, addGenerationPrompt: false })]);
+    out.push([`conversation ${i} no thinking`, noThinking.render(messages.slice(0, 2), { addGenerationPrompt: true })]);
+  }
+  return out;
+}
+
+const UNICODE: [string, string][] = [
+  ['CJK', '汉字漢字かなカナ한국어 中文标点：“引号”、《书名》……全角ＡＢＣ１２３　空格'],
+  ['Arabic', 'مرحبا بالعالم، هذا نص عربي مع أرقام ١٢٣٤٥ وتشكيل: مُحَمَّدٌ'],
+  ['Hindi', 'नमस्ते दुनिया — हिन्दी में क्षत्रिय, ज्ञान, श्री ०१२३'],
+  ['Thai and Hebrew', 'สวัสดีครับ שלום עולם עִבְרִית'],
+  ['emoji', '👍🏽 👨‍👩‍👧‍👦 🏳️‍🌈 🧑🏿‍💻 ❤️‍🔥 🇯🇵🇺🇸 1️⃣ #️⃣ 🫠🫶🏻'],
+  ['combining', 'e\u0301 a\u0308 o\u0302\u0323 Z\u0351\u0307\u0353\u0344 q\u0303\u0304\u0305 \u0301leading'],
+  ['NFC and NFD', ['Café', 'Ångström', 'Ελληνικά', '한글', 'ﬁ ﬂ ẞ'].flatMap((s) => [s.normalize('NFC'), s.normalize('NFD'), s.normalize('NFKD')]).join(' | ')],
+  ['full-width', 'ＦＵＬＬ－ＷＩＤＴＨ：（ｘ＋ｙ）＝１０！？＠＃＄％＾＆＊'],
+  ['whitespace', ' \t\t  x  \n\n\n   \r\n\r\n\t \u00a0\u2003\u3000 y \u200b\u200d\ufeff z   \n \n\t\n   '],
+  ['digits', `${'1234567890'.repeat(30)} 3.14159265358979 -0.000001e-12 0x7fffffff 1,000,000 ١٢٣ ${'9'.repeat(257)}`],
+  ['specials inline', '<|im_start|>user\nhi<|im_end|>\n<|endoftext|><think>\n</think><tool_call>{"a":1}</tool_call><|im_start|><|im_end|>'],
+  ['control characters', '\u0000\u0001\u0007\u001b[31mred\u001b[0m\u007f\u0085\u2028\u2029'],
+  ['contractions', "I'm, you're, they've, she'll, he'd, it's, DON'T, We'Re, ''s 't"],
+];
+
+function randomStrings(): [string, string][] {
+  const next = rng(14);
+  const int = (n: number) => Math.floor(next() * n);
+  const ranges: [number, number][] = [
+    [0x20, 0x7f], [0x00, 0x20], [0xa0, 0x250], [0x300, 0x370], [0x370, 0x530], [0x590, 0x700],
+    [0x900, 0x980], [0xe00, 0xe80], [0x3040, 0x3100], [0x4e00, 0x9fff], [0xac00, 0xd7a4],
+    [0xff00, 0xfff0], [0x1f300, 0x1fa00], [0x20000, 0x2a6df], [0x10000, 0x10ffff],
+  ];
+  const out: [string, string][] = [];
+  for (let n = 0; n < 300; n++) {
+    let s = '';
+    const length = 1 + int(n % 10 === 0 ? 4000 : 200);
+    for (let i = 0; i < length; i++) {
+      const roll = next();
+      if (roll < 0.3) s += ' \n\t'[int(3)]!;
+      else if (roll < 0.32) s += '\ud800\udbff\udc00\udfff'[int(4)]!; // lone surrogates
+      else {
+        const [lo, hi] = ranges[int(ranges.length)]!;
+        s += String.fromCodePoint(lo + int(hi - lo));
+      }
+    }
+    out.push([`random code points ${n}`, s]);
+  }
+  for (let n = 0; n < 100; n++) {
+    const bytes = Buffer.from(Array.from({ length: 1 + int(3000) }, () => int(256)));
+    out.push([`random bytes as latin1 ${n}`, bytes.toString('latin1')]);
+    out.push([`random bytes as UTF-8 ${n}`, bytes.toString('utf8')]);
+  }
+  return out;
+}
+
+/** The first position where the two id lists differ, with the text around it, or undefined. */
+function firstMismatch(text: string, expected: number[], actual: number[]): string | undefined {
+  const at = expected.findIndex((id, i) => actual[i] !== id);
+  const i = at >= 0 ? at : expected.length === actual.length ? -1 : expected.length;
+  if (i < 0) return undefined;
+  const context = (ids: number[]) => JSON.stringify(js.decode(ids.slice(Math.max(0, i - 5), i + 5)));
+  return `ids differ at token ${i} of ${expected.length}/${actual.length}: pure-JS ${JSON.stringify(expected.slice(i, i + 5))} ${context(expected)}, native ${JSON.stringify(actual.slice(i, i + 5))} ${context(actual)} (text ${JSON.stringify(text.slice(0, 80))}…)`;
+}
+
+describe('the native tokenizer against the pure-JS one', () => {
+  it('gives identical ids on the repository, the shared docs, rendered conversations, Unicode and random text', async () => {
+    const sources = repoTexts();
+    const corpus = [...sources, ...conversations(sources.map(([, t]) => t)), ...UNICODE, ...randomStrings()];
+    const chars = corpus.reduce((sum, [, t]) => sum + t.length, 0);
+    expect(chars).toBeGreaterThan(3_000_000);
+    // The rendered conversations carry the template's tool header, tool calls and reasoning.
+    const rendered = corpus.filter(([name]) => name.startsWith('conversation')).map(([, t]) => t).join('');
+    for (const part of ['<tools>', '<tool_call>\n{"name": "shell", "arguments": {"command": "grep', '<think>\nIt works', '<tool_response>']) {
+      expect(rendered).toContain(part);
+    }
+    let tokens = 0;
+    let roundTrips = 0;
+    for (const [name, text] of corpus) {
+      const expected = js.encode(text);
+      const actual = await native.encode(text);
+      const mismatch = firstMismatch(text, expected, actual);
+      if (mismatch) expect.fail(`${name}: ${mismatch}`);
+      tokens += actual.length;
+      if (actual.length === 0) continue;
+      const decoded = js.decode(expected);
+      expect(native.decode(actual), name).toBe(decoded);
+      if (decoded === text) roundTrips++;
+    }
+    // Most texts are already NFC and well-formed, so the pure-JS tokenizer gives them back whole.
+    expect(roundTrips).toBeGreaterThan(corpus.length / 2);
+    expect(tokens).toBeGreaterThan(900_000);
+  }, 180_000);
+
+  it('decodes any id sequence as the pure-JS tokenizer does, partial characters and added tokens included', () => {
+    const next = rng(7);
+    const added = (files.tokenizerJson as { added_tokens: { id: number }[] }).added_tokens.map((t) => t.id);
+    for (let n = 0; n < 2000; n++) {
+      const ids = Array.from({ length: 1 + Math.floor(next() * 40) }, () =>
+        next() < 0.1 ? added[Math.floor(next() * added.length)]! : Math.floor(next() * 151_643),
+      );
+      expect(byteLevel.decode(ids), JSON.stringify(ids)).toBe(js.decode(ids));
+    }
+    // Every single vocabulary token, including the byte tokens that are not valid UTF-8 alone.
+    const all = Array.from({ length: 151_643 }, (_, id) => id);
+    for (let from = 0; from < all.length; from += 997) {
+      const slice = all.slice(from, from + 997);
+      expect(slice.map((id) => byteLevel.decode([id]))).toEqual(slice.map((id) => js.decode([id])));
+    }
+  });
+
+  it('finds the same ids for added tokens and whole vocabulary tokens', () => {
+    const added = (files.tokenizerJson as { added_tokens: { content: string }[] }).added_tokens.map((t) => t.content);
+    for (const text of [...added, 'hello', ' world', '\n\n', '{"', '你好']) {
+      expect(native.tokenId(text), text).toBe(js.tokenId(text));
+    }
+    expect(() => native.tokenId('hello world, not one token')).toThrow(/not a single token/);
+  });
+
+  it('returns each caller its own ids when many encodes run at once', async () => {
+    const next = rng(3);
+    const texts = Array.from({ length: 200 }, (_, i) => {
+      const words = Array.from({ length: 5 + Math.floor(next() * 400) }, () => Math.floor(next() * 1e6).toString(36));
+      return `request ${i}: ${words.join(i % 2 ? ' ' : '\n')}`;
+    });
+    const results = await Promise.all(texts.map((t) => native.encode(t)));
+    results.forEach((ids, i) => expect(ids, texts[i]!.slice(0, 20)).toEqual(js.encode(texts[i]!)));
+  });
+});
+
+describe('choosing the tokenizer', () => {
+  it('uses the pure-JS tokenizer when asked, with the same ids and decode', async () => {
+    const tk = await createTokenizer(files, 'js');
+    expect(tk.kind).toBe('js');
+    const text = '<|im_start|>user\nnaïve café 👍🏽<|im_end|>';
+    expect(await tk.encode(text)).toEqual(js.encode(text));
+    expect(tk.decode(js.encode(text))).toBe(text);
+    expect(tk.tokenId('<|im_end|>')).toBe(js.tokenId('<|im_end|>'));
+  });
+
+  it('uses the native tokenizer by default', async () => {
+    const tk = await createTokenizer(files);
+    expect(tk.kind).toBe('native');
+    const text = 'x = 1\n'.repeat(2000);
+    expect(await tk.encode(text)).toEqual(js.encode(text));
+  });
+});
