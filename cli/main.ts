@@ -8,7 +8,7 @@ import { dataPaths } from '../stack/paths.js';
 import { createSandboxProvider } from '../sandbox/index.js';
 import { startApi } from '../stack/roles/api.js';
 import { startStandaloneEngines } from '../stack/roles/engines.js';
-import { startGateway } from '../stack/roles/gateway.js';
+import { startGateways } from '../stack/roles/gateway-processes.js';
 import { startPlacementRole } from '../stack/roles/placement.js';
 import { startWorker } from '../stack/roles/worker.js';
 import { startStack, type Stack } from '../stack/stack.js';
@@ -35,7 +35,7 @@ function interrupted(): Promise<string> {
 
 function printStackInfo(stack: Stack): void {
   say(`Temporal: ${stack.temporalAddress}${stack.uiUrl ? `  (Web UI: ${stack.uiUrl})` : ''}`);
-  say(`gateway:  ${stack.gatewayUrl}`);
+  say(`gateway:  ${stack.gatewayUrls.join(' ')}`);
   say(`batch API: ${stack.apiUrl}  (OpenAPI: ${stack.apiUrl}/openapi.json)`);
   // Where trainers find the bearer token, never the token itself: the output may be logged.
   say(`API token: ${stack.config.api.token ? 'api.token of the configuration' : `${dataPaths(stack.config.dataDir).apiToken} (or set ROLLOUT_API_TOKEN)`}`);
@@ -126,8 +126,8 @@ const ROLES = new Map<string, (config: Config) => Promise<RunningRole>>([
   [
     'gateway',
     async (config) => {
-      const g = await startGateway(config);
-      return { line: `gateway listening on ${g.url}`, stop: g.stop };
+      const g = await startGateways(config);
+      return { line: `gateway listening on ${g.urls.join(' ')}`, stop: g.stop };
     },
   ],
   [

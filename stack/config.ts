@@ -109,6 +109,14 @@ export const ConfigSchema = z
         placementHost: z.string().default('127.0.0.1'),
         /** Port of the placement service; 0 picks a free one. Default 8310. */
         placementPort: z.number().int().min(0).default(8310),
+        /**
+         * Gateway processes on this host (`rollout gateway`, and the embedded stack of `rollout
+         * dev`/`demo`), each a replica on its own port (`port`, `port`+1, …; every one free with
+         * port 0) with the id `<replicaId or hostname:port>/p<i>`, all on one store; the
+         * stack's clients get every URL. More than the host's cores gives nothing. Default 1: the
+         * gateway runs in-process.
+         */
+        processes: z.number().int().min(1).max(64).default(1),
       })
       .prefault({}),
     /** The shared store of sessions, turns, episodes, leases and registrations (trajectory/store). */

@@ -9,7 +9,8 @@ import { dataPaths, makeDataDirs } from './paths.js';
 import { startApi } from './roles/api.js';
 import { loadConfiguredCodec } from './roles/codec.js';
 import { startEngines } from './roles/engines.js';
-import { startGateway } from './roles/gateway.js';
+import { startGateways } from './roles/gateway-processes.js';
+import { gatewayUrls } from './roles/placement.js';
 import { startWorker } from './roles/worker.js';
 import { apiToken, gatewayAdminToken } from './secrets.js';
 import { openConfiguredStore } from './store.js';
@@ -22,7 +23,10 @@ export interface Stack {
   config: Config;
   temporalAddress: string;
   uiUrl: string | null;
+  /** The first of `gatewayUrls`. */
   gatewayUrl: string;
+  /** The gateways the stack's clients call: the `gateway.processes` it runs, `gateway.urls`, or `gateway.url`. */
+  gatewayUrls: string[];
   /** The trainer-facing HTTP batch API. */
   apiUrl: string;
   /** Its bearer token (`api.token`, or the one minted in the data directory). */
@@ -46,8 +50,8 @@ export interface StackParts {
 
 /**
  * Every role in one process (`rollout dev`, `rollout demo`, the tests): the embedded Temporal dev
- * server when no address is given, simulated engines when none are configured, the gateway unless
- * `gateway.url` names one elsewhere, the batch API, and (by default) a worker, all sharing one
+ * server when no address is given, simulated engines when none are configured, the gateway (or its
+ * `gateway.processes`) unless `gateway.url` names one elsewhere, the batch API, and (by default) a worker, all sharing one
  * store and codec. `stop()` takes them down in reverse order.
  */
 export async function startStack(config: Config, parts: StackParts = {}): Promise<Stack> {
@@ -86,22 +90,23 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
 
     const store = await openConfiguredStore(config);
     stops.push(() => store.close());
-    let gatewayUrl = config.gateway.url;
+    let started: string[] | undefined;
     let isAvailable: ((instance: string) => boolean) | undefined;
-    if (!gatewayUrl) {
-      const gateway = await startGateway(config, { store, codec, engines });
-      stops.push(() => gateway.stop());
-      gatewayUrl = gateway.url;
-      // The worker admits episodes to engines the gateway's router finds healthy.
-      isAvailable = gateway.isAvailable;
-      log(`gateway listening on ${gatewayUrl}`);
+    if (!config.gateway.url) {
+      const gateways = await startGateways(config, { store, codec, engines });
+      stops.push(() => gateways.stop());
+      started = gateways.urls;
+      // The worker admits episodes to engines the gateways' router finds healthy.
+      isAvailable = gateways.isAvailable;
+      log(`gateway listening on ${started.join(' ')}`);
     }
+    const urls = gatewayUrls(config, started);
 
     const connection = await Connection.connect(temporal);
     stops.push(() => connection.close());
     const client = new Client({ connection, namespace: config.temporal.namespace });
 
-    const api = await startApi(config, { client, gatewayUrl, store });
+    const api = await startApi(config, { client, gatewayUrls: urls, store });
     stops.push(() => api.stop());
     log(`batch API listening on ${api.url} (OpenAPI at ${api.url}/openapi.json)`);
 
@@ -109,7 +114,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     if (parts.worker ?? true) {
       const role = await startWorker(config, {
         temporalAddress: temporal.address,
-        gatewayUrl,
+        gatewayUrls: urls,
         engines,
         isAvailable,
         store,
@@ -127,7 +132,8 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
       config,
       temporalAddress: temporal.address,
       uiUrl,
-      gatewayUrl,
+      gatewayUrl: urls[0]!,
+      gatewayUrls: urls,
       apiUrl: api.url,
       apiToken: token,
       engines,

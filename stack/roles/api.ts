@@ -16,14 +16,14 @@ export interface ApiRole {
 }
 
 /**
- * The batch API on `api.host:port`, forwarding policy routes to the gateway at `gatewayUrl`
- * (default `gateway.url`). Without `shared.client` it connects to `temporal.address` itself;
+ * The batch API on `api.host:port`, forwarding policy routes to the gateways `gatewayUrls` (the
+ * ones this process runs; default `gateway.urls`, else `gateway.url`). Without `shared.client` it connects to `temporal.address` itself;
  * without `shared.store` it opens `store.url`. Group files are read from `artifacts.uri`.
  */
-export function startApi(config: Config, shared: { client?: Client; gatewayUrl?: string; store?: Store } = {}): Promise<ApiRole> {
-  const gatewayUrl = shared.gatewayUrl ?? config.gateway.url ?? config.gateway.urls[0];
-  if (!gatewayUrl) throw new ConfigError('the batch API needs gateway.url or gateway.urls (the gateway it forwards policy routes to)');
-  const gateway = { urls: gatewayUrls(config, gatewayUrl), adminToken: gatewayAdminToken(config) };
+export function startApi(config: Config, shared: { client?: Client; gatewayUrls?: readonly string[]; store?: Store } = {}): Promise<ApiRole> {
+  const urls = gatewayUrls(config, shared.gatewayUrls);
+  if (urls.length === 0) throw new ConfigError('the batch API needs gateway.url or gateway.urls (the gateway it forwards policy routes to)');
+  const gateway = { urls, adminToken: gatewayAdminToken(config) };
   const token = apiToken(config);
   return withStops(async (stops) => {
     let client = shared.client;

@@ -40,7 +40,12 @@ export function gatewayReplica(config: Config): ReplicaOptions {
   };
 }
 
-/** The gateway replicas a client of this configuration calls: `gateway.urls`, else the one gateway. */
-export function gatewayUrls(config: Config, gatewayUrl: string): string[] {
-  return config.gateway.urls.length > 0 ? config.gateway.urls : [gatewayUrl];
+/**
+ * The gateway replicas a client of this configuration calls: `gateway.urls`, else the gateways
+ * this process started (`started`), else `gateway.url`; none when neither is known.
+ */
+export function gatewayUrls(config: Config, started?: readonly string[]): string[] {
+  if (config.gateway.urls.length > 0) return config.gateway.urls;
+  if (started) return [...started];
+  return config.gateway.url ? [config.gateway.url] : [];
 }

@@ -31,8 +31,8 @@ export interface WorkerRole {
 export interface WorkerShared {
   /** Temporal front end; default `temporal.address`. */
   temporalAddress?: string;
-  /** Default `gateway.url`. */
-  gatewayUrl?: string;
+  /** The gateways this process runs, if any (`gatewayUrls` of roles/placement.ts). Default: `gateway.urls`, else `gateway.url`. */
+  gatewayUrls?: readonly string[];
   /** Default: the configured engines (`configuredInstances`). */
   engines?: InstanceConfig[];
   /** Whether an engine may take new episodes (a gateway's health view in this process). Default: the worker's own health checks. */
@@ -53,13 +53,13 @@ export interface WorkerShared {
  * so that it never admits an episode to a dead engine.
  */
 export function startWorker(config: Config, shared: WorkerShared = {}): Promise<WorkerRole> {
-  const gatewayUrl = shared.gatewayUrl ?? config.gateway.url ?? config.gateway.urls[0];
-  if (!gatewayUrl)
+  const urls = gatewayUrls(config, shared.gatewayUrls);
+  if (urls.length === 0)
     throw new ConfigError('a worker joining a running stack needs gateway.url or gateway.urls');
   if (!shared.temporalAddress && !config.temporal.address)
     throw new ConfigError('a worker joining a running stack needs temporal.address');
   const connectionOptions = temporalConnectionOptions(config, shared.temporalAddress);
-  const gateway = { urls: gatewayUrls(config, gatewayUrl), adminToken: gatewayAdminToken(config) };
+  const gateway = { urls, adminToken: gatewayAdminToken(config) };
   return withStops(async (stops) => {
     const paths = dataPaths(config.dataDir);
     makeDataDirs(config.dataDir);

@@ -5,6 +5,7 @@ import { describe, expect, inject, it } from 'vitest';
 import { buildApiServer } from '../../api/index.js';
 import { ConfigError, loadConfig } from '../../stack/config.js';
 import { dataPaths } from '../../stack/paths.js';
+import { startGatewayProcesses } from '../../stack/roles/gateway-processes.js';
 import { apiToken, gatewayAdminToken } from '../../stack/secrets.js';
 import { storeUrl } from '../../stack/store.js';
 import { temporalConnectionOptions } from '../../stack/temporal-connection.js';
@@ -40,6 +41,16 @@ describe('configuration for many machines', () => {
     await expect(
       loadConfig(undefined, { dataDir: dir(), 'sandbox.provider': 'docker' }, {}),
     ).rejects.toBeInstanceOf(ConfigError);
+  });
+
+  it('runs the gateway in-process by default, and 1 to 64 gateway processes', async () => {
+    expect((await loadConfig(undefined, { dataDir: dir() }, {})).gateway.processes).toBe(1);
+    expect((await loadConfig(undefined, { dataDir: dir(), 'gateway.processes': 64 }, {})).gateway.processes).toBe(64);
+    for (const processes of [0, 65, 1.5])
+      await expect(loadConfig(undefined, { dataDir: dir(), 'gateway.processes': processes }, {})).rejects.toBeInstanceOf(ConfigError);
+    // Each process advertises the URL with its own port: port 0 leaves it unknown.
+    const advertised = await loadConfig(undefined, { dataDir: dir(), 'gateway.processes': 2, 'gateway.port': 0, 'gateway.advertiseUrl': 'http://gw.example:8300' }, {});
+    expect(() => startGatewayProcesses(advertised)).toThrow(ConfigError);
   });
 
   it('never mints a token for a shared store', async () => {

@@ -1,0 +1,234 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import os from 'node:os';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
+import {
+  GatewayProcessError,
+  startGatewayProcesses,
+  type GatewaysRole,
+} from '../../stack/roles/gateway-processes.js';
+import { openConfiguredStore } from '../../stack/store.js';
+import type { Store } from '../../trajectory/index.js';
+import {
+  closeTestSession,
+  openTestSession,
+  SHELL_TOOLS,
+  TEST_ADMIN_TOKEN,
+  widgetScript,
+} from '../helpers/gateway.js';
+import { spawnGatewayRole } from '../helpers/processes.js';
+import { testCodec, testConfig } from '../helpers/stack.js';
+
+const tools = SHELL_TOOLS;
+const script = { wanderProbability: 0, tasks: [widgetScript()] };
+const replicaId = (i: number) => `${os.hostname()}:0/p${i}`;
+
+let engine: EngineSim;
+let store: Store;
+let gateways: GatewaysRole;
+const logged: string[] = [];
+/** Every pid a gateway process had, restarts included. */
+const seenPids = new Set<number>();
+
+function config(gateway: Record<string, unknown> = {}) {
+  return testConfig({
+    engines: [{ name: 'e0', kind: 'vllm', url: engine.url, kvCapacityTokens: 200_000 }],
+    gateway: {
+      port: 0,
+      processes: 2,
+      adminToken: TEST_ADMIN_TOKEN,
+      sessionOwnershipTtlMs: 2_000,
+      ...gateway,
+    },
+  });
+}
+
+/** A process's state and parent from /proc; undefined once it is gone. */
+function procStat(pid: number | string): { state: string; ppid: number } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { state: state!, ppid: Number(ppid) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether a process runs (a zombie no longer does). */
+const alive = (pid: number) => (procStat(pid)?.state ?? 'Z') !== 'Z';
+
+/** The live processes `parent` started from gateway-child.ts (its children, by /proc). */
+function gatewayChildren(parent = process.pid): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      const stat = procStat(pid);
+      if (stat?.ppid !== parent || stat.state === 'Z') return false;
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('gateway-child.ts');
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+async function chat(
+  url: string,
+  key: string,
+  messages: object[],
+): Promise<{ status: number; json: any }> {
+  const r = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body: JSON.stringify({ messages, tools }),
+  });
+  return { status: r.status, json: await r.json() };
+}
+
+/** One agent conversation, each turn sent to the URL given. */
+async function converse(sessionId: string, urls: string[]): Promise<any[]> {
+  const key = await openTestSession(urls[0]!, sessionId);
+  const messages: object[] = [
+    { role: 'system', content: 'You are an agent.' },
+    { role: 'user', content: 'Fix the widget please.' },
+  ];
+  const answers: any[] = [];
+  for (const url of urls) {
+    const r = await chat(url, key, messages);
+    expect(r.status, JSON.stringify(r.json)).toBe(200);
+    answers.push(r.json);
+    const message = r.json.choices[0].message;
+    messages.push(message);
+    for (const call of message.tool_calls ?? [])
+      messages.push({ role: 'tool', tool_call_id: call.id, content: 'ok' });
+  }
+  return answers;
+}
+
+beforeAll(async () => {
+  const { tokenizer } = await testCodec();
+  engine = await startEngineSim({ tokenizer, script, timeScale: 0 });
+  const first = config();
+  // The store the processes share, opened here first: the test reads what they wrote.
+  store = await openConfiguredStore(first);
+  gateways = await startGatewayProcesses(first, { log: (line) => logged.push(line) });
+  for (const pid of gateways.pids()) seenPids.add(pid);
+});
+
+afterAll(async () => {
+  await gateways?.stop();
+  await store?.close();
+  await engine?.close();
+});
+
+describe('gateway.processes: 2 on one SQLite store', () => {
+  it('runs two processes on distinct URLs, registered in the store as replicas <hostname:port>/p<i>', async () => {
+    expect(gateways.urls).toHaveLength(2);
+    expect(new Set(gateways.urls).size).toBe(2);
+    const pids = gateways.pids();
+    expect(pids).toHaveLength(2);
+    expect(pids).not.toContain(process.pid);
+    expect(new Set(gatewayChildren())).toEqual(new Set(pids));
+    const registered = (await store.listRegistrations('gateway', 60_000)).map((r) => ({
+      id: r.id,
+      address: r.address,
+    }));
+    expect(registered.sort((a, b) => a.id.localeCompare(b.id))).toEqual([
+      { id: replicaId(0), address: gateways.urls[0] },
+      { id: replicaId(1), address: gateways.urls[1] },
+    ]);
+    for (const url of gateways.urls) expect((await fetch(`${url}/health`)).status).toBe(200);
+  });
+
+  it('serves a session opened on one process and called on the other by forwarding: one chain, token-exact', async () => {
+    const [a, b] = gateways.urls as [string, string];
+    const answers = await converse('procs-forward', [a, b, b]);
+    expect(answers.at(-1).choices[0].message.content).toBe('The widget is fixed.');
+    expect((await store.getSession('procs-forward'))?.owner).toBe(replicaId(0));
+    const turns = await store.loadTurns('procs-forward');
+    expect(turns.map((t) => [t.chainIndex, t.seq])).toEqual([
+      [0, 0],
+      [0, 1],
+      [0, 2],
+    ]);
+    // The last prompt is the stored tokens plus only the new messages: no re-render, no second chain.
+    const [t0, t1, t2] = turns as [(typeof turns)[0], (typeof turns)[0], (typeof turns)[0]];
+    expect(answers.at(-1).usage.prompt_tokens).toBe(
+      t0.promptDelta.length +
+        t0.sampled.length +
+        t1.promptDelta.length +
+        t1.sampled.length +
+        t2.promptDelta.length,
+    );
+    expect(answers.at(-1).usage.completion_tokens).toBe(t2.sampled.length);
+    expect(await closeTestSession(b, 'procs-forward')).toMatchObject({ turns: 3, chains: 1 });
+  });
+
+  it('restarts a process killed with SIGKILL on the same URL, logged, and it serves again', async () => {
+    const [, killed] = gateways.pids() as [number, number];
+    process.kill(killed, 'SIGKILL');
+    await expect
+      .poll(() => logged.join('\n'), { timeout: 60_000 })
+      .toMatch(/gateway process p1 restarted/);
+    expect(logged.join('\n')).toMatch(
+      new RegExp(
+        `gateway process p1 \\(pid ${killed}, ${gateways.urls[1]}\\) exited unexpectedly \\(SIGKILL\\)`,
+      ),
+    );
+    const [, restarted] = gateways.pids() as [number, number];
+    expect(restarted).not.toBe(killed);
+    seenPids.add(restarted);
+    expect(alive(killed)).toBe(false);
+    // Its sessions and new ones are served at the URL the clients know.
+    const [a, b] = gateways.urls as [string, string];
+    const answers = await converse('procs-after-restart', [b, a, b]);
+    expect(answers.at(-1).choices[0].message.content).toBe('The widget is fixed.');
+    expect((await store.getSession('procs-after-restart'))?.owner).toBe(replicaId(1));
+  });
+
+  it('stop() leaves no process behind', async () => {
+    await gateways.stop();
+    expect(gatewayChildren()).toEqual([]);
+    for (const pid of seenPids) expect(alive(pid)).toBe(false);
+  });
+});
+
+describe('a gateway process that cannot start', () => {
+  let taken: Server;
+  beforeAll(async () => {
+    taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  });
+  afterAll(() => new Promise<void>((resolve) => taken.close(() => resolve())));
+
+  it('fails the start with an error naming the process, and stops the others', async () => {
+    const port = (taken.address() as { port: number }).port;
+    // p0 gets the taken port; p1, on the next one, may well start, and must be stopped again.
+    const start = startGatewayProcesses(config({ port }), { log: (line) => logged.push(line) });
+    await expect(start).rejects.toThrow(GatewayProcessError);
+    await expect(start).rejects.toThrow(/gateway process p0 failed to start: .*EADDRINUSE/);
+    expect(gatewayChildren()).toEqual([]);
+  });
+});
+
+describe('`rollout gateway` with gateway.processes: 2', () => {
+  it('announces both URLs, and its processes exit when it is killed with SIGKILL', async () => {
+    const role = await spawnGatewayRole(config());
+    try {
+      await expect
+        .poll(() => /gateway listening on (\S+) ([^\s;]+)/.exec(role.output()))
+        .toBeTruthy();
+      const urls = /gateway listening on (\S+) ([^\s;]+)/.exec(role.output())!.slice(1);
+      for (const url of urls) expect((await fetch(`${url}/health`)).status).toBe(200);
+      const children = gatewayChildren(role.child.pid);
+      expect(children).toHaveLength(2);
+      role.child.kill('SIGKILL');
+      // Their IPC channel closes with the parent: each stops by itself.
+      await expect.poll(() => children.filter(alive), { timeout: 30_000 }).toEqual([]);
+    } finally {
+      role.child.kill('SIGKILL');
+    }
+  });
+});
