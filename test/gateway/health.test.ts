@@ -19,7 +19,7 @@ import { PROJECT_ROOT } from '../../stack/temporal-binary.js';
 import type { Store } from '../../trajectory/index.js';
 import { waitForExit } from '../helpers/processes.js';
 import { openTestSession, sessionInfo, startTestGateway, tempStore } from '../helpers/gateway.js';
-import { testCodec, testEngineTokenizer } from '../helpers/stack.js';
+import { testEngineTokenizer } from '../helpers/stack.js';
 
 /** Health checked only when a test asks (and once at start): each test drives the checks it needs. */
 const MANUAL: RegistryOptions = {

@@ -18,7 +18,7 @@ import {
   widgetScript,
 } from '../helpers/gateway.js';
 import { spawnGatewayRole } from '../helpers/processes.js';
-import { testCodec, testConfig } from '../helpers/stack.js';
+import { testConfig, testEngineTokenizer } from '../helpers/stack.js';
 
 const tools = SHELL_TOOLS;
 const script = { wanderProbability: 0, tasks: [widgetScript()] };
@@ -108,7 +108,7 @@ async function converse(sessionId: string, urls: string[]): Promise<any[]> {
 }
 
 beforeAll(async () => {
-  const { tokenizer } = await testCodec();
+  const tokenizer = await testEngineTokenizer();
   engine = await startEngineSim({ tokenizer, script, timeScale: 0 });
   const first = config();
   // The store the processes share, opened here first: the test reads what they wrote.
