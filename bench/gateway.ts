@@ -27,7 +27,8 @@
  *             at BENCH_LITELLM_SESSIONS; its CPU is its whole process tree's. BENCH_LITELLM=0 skips it.
  * Knobs (defaults): BENCH_TURNS (16), BENCH_SESSIONS (1,64,256), BENCH_OPEN_SESSIONS (256),
  * BENCH_OPEN_RATE (16), BENCH_THINK_MS (2000), BENCH_PROCESSES (1,2), BENCH_SCALE_SESSIONS (64),
- * BENCH_LITELLM_SESSIONS (1,64), BENCH_LITELLM_DIRECT_SESSIONS (1), BENCH_WARMUP_SESSIONS (4: an
+ * BENCH_LITELLM_SESSIONS (1,64), BENCH_LITELLM_DIRECT_SESSIONS (1), BENCH_GATEWAY_NODE_ARGS (none:
+ * extra node flags for the gateway processes, e.g. `--cpu-prof`), BENCH_WARMUP_SESSIONS (4: an
  * unreported set of conversations through the gateway, and through LiteLLM, before their first
  * row). Everything it starts (engine, gateways, LiteLLM, the temporary folder) is stopped in
  * `finally` and on SIGINT/SIGTERM, and the last line says whether any of its processes is left.

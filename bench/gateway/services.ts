@@ -29,6 +29,9 @@ export async function startEngine(children: Children, dir: string, turns: number
   return { child, url: await children.waitForLine(child, /^(http\S+)\s*$/m, 120_000) };
 }
 
+/** Extra node flags for the gateway processes (BENCH_GATEWAY_NODE_ARGS, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`). */
+const GATEWAY_NODE_ARGS = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean);
+
 /**
  * `processes` gateway replicas (`rollout gateway`, each its own process with --expose-gc for the
  * stats route's collection) sharing one SQLite store, routing to the engine.
@@ -44,7 +47,7 @@ export async function startGateways(children: Children, dir: string, engineUrl: 
       };
       const configFile = path.join(dir, `gateway-${tag}-${i}.json`);
       writeFileSync(configFile, JSON.stringify(config));
-      const child = children.start(`gateway ${tag}-${i}`, process.execPath, ['--expose-gc', path.join(ROOT, 'cli/bin.mjs'), 'gateway', '--config', configFile], path.join(dir, `gateway-${tag}-${i}.log`));
+      const child = children.start(`gateway ${tag}-${i}`, process.execPath, ['--expose-gc', ...GATEWAY_NODE_ARGS, path.join(ROOT, 'cli/bin.mjs'), 'gateway', '--config', configFile], path.join(dir, `gateway-${tag}-${i}.log`));
       return { child, url: await children.waitForLine(child, /gateway listening on (\S+);/, 120_000) };
     }),
   );
