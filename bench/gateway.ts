@@ -8,6 +8,7 @@
  * and a ~2k-token tool result unique to the session and turn, so contexts grow to ~32k tokens over
  * 16 turns. Per row it prints:
  *   - gateway CPU ms per turn: utime+stime of the gateway process(es) from /proc over the window;
+ *     and, apart, its CPU per session closed (the close's drift check re-renders the history);
  *   - event-loop delay p50/p99/max inside the gateway (`GET /admin/v1/stats`, worst replica);
  *   - latency p50/p99 through the gateway, the same token prompts sent straight to the engine's
  *     `/v1/completions` on the same schedule right after, and the difference (added latency);
@@ -87,6 +88,8 @@ interface Row {
   sessions: number;
   processes: number;
   cpuMsPerTurn: number;
+  /** Gateway CPU of closing a session (its drift check re-renders and re-encodes the history); null for LiteLLM. */
+  closeCpuMsPerSession: number | null;
   engineCpuMsPerTurn: number;
   lag: { p50: number; p99: number; max: number } | null;
   /** The largest prompt of the row, tokens. */
@@ -102,7 +105,7 @@ interface Row {
 const rate = (p: PassResult) => (p.seconds > 0 ? p.turns / p.seconds : 0);
 
 function printHeader(): void {
-  say('path    | mode   | sess | proc | context | CPU ms/turn | engine ms/turn | loop lag p50/p99/max ms | p50 / p99 ms      | direct p50 / p99  | added p50 / p99   | turns/s | KiB/session | row s | errors (path; direct)');
+  say('path    | mode   | sess | proc | context | CPU ms/turn | close ms/sess | engine ms/turn | loop lag p50/p99/max ms | p50 / p99 ms      | direct p50 / p99  | added p50 / p99   | turns/s | KiB/session | row s | errors (path; direct)');
 }
 
 function printRow(r: Row): void {
@@ -115,6 +118,7 @@ function printRow(r: Row): void {
     String(r.processes).padStart(4),
     String(r.contextTokens).padStart(7),
     fixed(r.cpuMsPerTurn, 2).padStart(11),
+    (r.closeCpuMsPerSession === null ? '-' : fixed(r.closeCpuMsPerSession, 1)).padStart(13),
     fixed(r.engineCpuMsPerTurn, 2).padStart(14),
     (r.lag ? `${fixed(r.lag.p50)} / ${fixed(r.lag.p99)} / ${fixed(r.lag.max)}` : '-').padStart(23),
     `${fixed(p50)} / ${fixed(p99)}`.padStart(17),
@@ -204,7 +208,9 @@ async function gatewayRow(bench: Bench, gateways: Service[], mode: string, label
     const directErrors = noErrors();
     replay = await runPass(schedule, tokenReplay(bench.engine.url, (s) => bench.store.loadTurns(ids[s]!), directErrors), directErrors);
   }
+  const cpu2 = gateways.reduce((sum, g) => sum + ownCpuMs(g.child.pid), 0);
   await closeSessions(urls, ids);
+  const cpu3 = gateways.reduce((sum, g) => sum + ownCpuMs(g.child.pid), 0);
   const worst = (pick: (s: (typeof window)[number]) => number) => Math.max(...window.map(pick));
   const collected = after.every((s) => s.collected);
   return {
@@ -213,6 +219,7 @@ async function gatewayRow(bench: Bench, gateways: Service[], mode: string, label
     sessions,
     processes: gateways.length,
     cpuMsPerTurn: (cpu1 - cpu0) / Math.max(1, pass.turns),
+    closeCpuMsPerSession: (cpu3 - cpu2) / Math.max(1, sessions),
     engineCpuMsPerTurn: (engine1 - engine0) / Math.max(1, pass.turns),
     lag: { p50: worst((s) => s.eventLoopDelayMs.p50), p99: worst((s) => s.eventLoopDelayMs.p99), max: worst((s) => s.eventLoopDelayMs.max) },
     contextTokens: conversations.maxPromptTokens(),
@@ -253,6 +260,7 @@ async function litellmRow(bench: Bench, litellm: Service, sessions: number): Pro
     sessions,
     processes: 1,
     cpuMsPerTurn: (cpu1 - cpu0) / Math.max(1, pass.turns),
+    closeCpuMsPerSession: null,
     engineCpuMsPerTurn: (engine1 - engine0) / Math.max(1, pass.turns),
     lag: null,
     contextTokens: conversations.maxPromptTokens(),

@@ -37,6 +37,7 @@ export async function createIncrementalEncoder(template: ChatTemplate, tokenizer
   if (eotAt < 0) throw new ChatTemplateError(`the template does not end turns with ${template.endOfTurn}`);
   // What the template writes after the end-of-turn token and the model never samples (Qwen: "\n").
   const separator = probeBare.slice(eotAt + template.endOfTurn.length);
+  const bases = new BaseRenders();
 
   return {
     generationPrompt: await tokenizer.encode(generationPromptText),
@@ -47,9 +48,9 @@ export async function createIncrementalEncoder(template: ChatTemplate, tokenizer
     },
     async encodeAppended(messages, tools) {
       // Render the same tool header in both, so cutting the base off leaves only the new turns.
-      const base = template
-        .render([EMPTY_USER], { tools, addGenerationPrompt: false })
-        .slice(0, -separator.length || undefined);
+      const base = bases.get(tools, () =>
+        template.render([EMPTY_USER], { tools, addGenerationPrompt: false }).slice(0, -separator.length || undefined),
+      );
       const full = template.render([EMPTY_USER, ...messages], { tools, addGenerationPrompt: true });
       if (!full.startsWith(base)) {
         throw new ChatTemplateError('appended messages changed how earlier turns render');
@@ -57,4 +58,26 @@ export async function createIncrementalEncoder(template: ChatTemplate, tokenizer
       return tokenizer.encode(full.slice(base.length));
     },
   };
+}
+
+/**
+ * The base render (an empty user turn under a tool set's header) by tool set: a chain sends the
+ * same tools every turn, and rendering the header costs as much as the turn's own messages.
+ */
+class BaseRenders {
+  /** Insertion order is recency (re-inserted on use). */
+  private readonly renders = new Map<string, string>();
+
+  /** @param maxEntries tool sets kept; the least recently used is dropped beyond it. */
+  constructor(private readonly maxEntries = 64) {}
+
+  get(tools: ToolSpec[] | undefined, render: () => string): string {
+    const key = JSON.stringify(tools ?? null);
+    let base = this.renders.get(key);
+    if (base === undefined) base = render();
+    else this.renders.delete(key);
+    this.renders.set(key, base);
+    if (this.renders.size > this.maxEntries) this.renders.delete(this.renders.keys().next().value!);
+    return base;
+  }
 }
