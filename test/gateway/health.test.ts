@@ -211,7 +211,8 @@ describe('engine health while the engine answers streams', () => {
     await expect.poll(() => stall.generationBytes).toBeGreaterThan(0);
     for (let i = 0; i < 3; i++) expect(await registry.checkHealth('busy')).toBe(true);
     expect(await call).toBe(200);
-    expect(stall.healthRequests).toBeGreaterThanOrEqual(4);
+    // The first may have joined the check the router's start began: three at least reached /health.
+    expect(stall.healthRequests).toBeGreaterThanOrEqual(3);
     expect(registry.isHealthy('busy')).toBe(true);
 
     // Past the grace of its last data, the hanging checks count again.
