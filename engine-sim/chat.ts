@@ -2,7 +2,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { ChatTemplate } from '../gateway/codec/chat-template.js';
-import type { ChatMessage, ToolCall, ToolSpec } from '../gateway/codec/messages.js';
+import type { ToolCall } from '../gateway/codec/messages.js';
+import { ChatCompletionRequest, lowerChatRequest } from '../gateway/protocols/openai-chat.js';
+import { InvalidRequestError } from '../gateway/session/errors.js';
 import { StreamSplitter } from '../gateway/codec/stream-splitter.js';
 import type { SyncTokenizer } from '../gateway/codec/tokenizer.js';
 import { parseQwen3Turn } from '../gateway/codec/tool-parser.js';
@@ -17,49 +19,11 @@ import { startEventStream } from './sse.js';
  */
 const DEFAULT_MAX_TOKENS = 4096;
 
-const TextPart = z.object({ type: z.string(), text: z.string().optional() });
-const Content = z.union([z.string(), z.array(TextPart), z.null()]).optional();
-const ToolCallIn = z.object({
-  id: z.string().optional(),
-  type: z.literal('function').optional(),
-  function: z.object({ name: z.string().min(1), arguments: z.string() }),
-});
-const MessageIn = z.discriminatedUnion('role', [
-  z.object({ role: z.enum(['system', 'developer', 'user']), content: Content }),
-  z.object({
-    role: z.literal('assistant'),
-    content: Content,
-    reasoning_content: z.string().nullish(),
-    tool_calls: z.array(ToolCallIn).nullish(),
-  }),
-  z.object({ role: z.literal('tool'), content: Content, tool_call_id: z.string().optional() }),
-]);
-const ToolIn = z.object({
-  type: z.literal('function'),
-  function: z.object({
-    name: z.string().min(1),
-    description: z.string().optional(),
-    parameters: z.record(z.string(), z.unknown()).optional(),
-  }),
-});
-
-/** The OpenAI chat fields the simulator reads; other fields are accepted and ignored. */
-export const ChatRequestSchema = z.object({
-  model: z.string().nullish(),
-  messages: z.array(MessageIn).min(1, 'messages must not be empty'),
-  tools: z.array(ToolIn).nullish(),
-  max_tokens: z.number().int().min(1).nullish(),
-  max_completion_tokens: z.number().int().min(1).nullish(),
-  /** Accepted for compatibility; the scripted policy does not depend on it. */
-  temperature: z.number().min(0).nullish(),
-  /** Accepted for compatibility; the scripted policy does not depend on it. */
-  top_p: z.number().gt(0).max(1).nullish(),
-  seed: z.number().int().nullish(),
-  stream: z.boolean().nullish(),
-  stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
-  n: z.literal(1, { error: 'engine-sim generates one choice per request (n must be 1)' }).nullish(),
-});
-type ChatRequest = z.infer<typeof ChatRequestSchema>;
+/**
+ * The request as the gateway's Chat Completions route validates it (vLLM's fields, lenient on
+ * extras), plus the `seed` the simulator samples with.
+ */
+const ChatRequestSchema = ChatCompletionRequest.extend({ seed: z.number().int().nullish() });
 
 class ChatRequestError extends Error {
   override name = 'ChatRequestError';
@@ -70,51 +34,6 @@ class ChatRequestError extends Error {
   ) {
     super(message);
   }
-}
-
-function textOf(content: z.infer<typeof Content>): string {
-  if (content == null) return '';
-  if (typeof content === 'string') return content;
-  return content.map((part) => part.text ?? '').join('');
-}
-
-function parseArguments(json: string, param: string): Record<string, unknown> {
-  let value: unknown;
-  try {
-    value = JSON.parse(json || '{}');
-  } catch {
-    throw new ChatRequestError(400, `${param} is not valid JSON`, param);
-  }
-  if (!value || typeof value !== 'object' || Array.isArray(value)) {
-    throw new ChatRequestError(400, `${param} is not a JSON object`, param);
-  }
-  return value as Record<string, unknown>;
-}
-
-/** The request as the chat template sees it (vLLM parses tool-call arguments the same way). */
-function lower(body: ChatRequest): { messages: ChatMessage[]; tools: ToolSpec[] | undefined } {
-  const messages = body.messages.map((m, i): ChatMessage => {
-    switch (m.role) {
-      case 'assistant': {
-        const out: ChatMessage = { role: 'assistant', content: textOf(m.content) };
-        if (m.reasoning_content) out.reasoning_content = m.reasoning_content;
-        if (m.tool_calls && m.tool_calls.length > 0) {
-          out.tool_calls = m.tool_calls.map((c, j) => ({
-            name: c.function.name,
-            arguments: parseArguments(c.function.arguments, `messages.${i}.tool_calls.${j}.function.arguments`),
-          }));
-        }
-        return out;
-      }
-      case 'tool':
-        return { role: 'tool', content: textOf(m.content), tool_call_id: m.tool_call_id };
-      case 'developer':
-        return { role: 'system', content: textOf(m.content) };
-      default:
-        return { role: m.role, content: textOf(m.content) };
-    }
-  });
-  return { messages, tools: body.tools ?? undefined };
 }
 
 const toolCallId = () => `chatcmpl-tool-${randomBytes(16).toString('hex')}`;
@@ -158,10 +77,11 @@ export function registerChatRoutes(app: FastifyInstance, context: RouteContext, 
     }
     let prompt: number[];
     try {
-      const { messages, tools } = lower(body);
+      // Lowered as the gateway lowers it (vLLM parses tool-call arguments the same way).
+      const { messages, tools } = lowerChatRequest(body);
       prompt = tokenizer.encode(template.render(messages, { tools, addGenerationPrompt: true }));
     } catch (error) {
-      if (error instanceof ChatRequestError) return fail(reply, error);
+      if (error instanceof InvalidRequestError) return fail(reply, new ChatRequestError(400, error.message));
       throw error;
     }
     const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? DEFAULT_MAX_TOKENS;

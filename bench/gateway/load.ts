@@ -1,4 +1,5 @@
 import { fetchForSession } from '../../gateway/client/rendezvous.js';
+import { createRng } from '../../engine-sim/prng.js';
 
 /** A `shell` tool, declared in every request. */
 export const TOOLS = [{ type: 'function', function: { name: 'shell', parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] } } }];
@@ -30,21 +31,10 @@ export function closedLoop(sessions: number, turns: number): Schedule {
   return { startMs: Array.from({ length: sessions }, () => 0), thinkMs: Array.from({ length: sessions }, () => Array.from({ length: turns }, () => 0)) };
 }
 
-/** A seeded uniform [0, 1) generator (mulberry32), so both paths of a row get the same schedule. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Sessions arriving `ratePerSecond` apart, exponential think time of mean `meanThinkMs` before each later turn. */
 export function openLoop(sessions: number, turns: number, ratePerSecond: number, meanThinkMs: number, seed = 1): Schedule {
-  const next = rng(seed);
+  const next = createRng(seed);
   return {
     startMs: Array.from({ length: sessions }, (_, s) => (s * 1000) / ratePerSecond),
     thinkMs: Array.from({ length: sessions }, () => Array.from({ length: turns }, (_, t) => (t === 0 ? 0 : -Math.log(1 - next()) * meanThinkMs))),

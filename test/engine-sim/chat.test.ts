@@ -132,7 +132,7 @@ describe('engine-sim /v1/chat/completions', () => {
       messages: [...OPENING, { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'bash', arguments: '{not json' } }] }],
     });
     expect(badArgs.status).toBe(400);
-    expect(await badArgs.json()).toMatchObject({ error: { type: 'BadRequestError', param: 'messages.2.tool_calls.0.function.arguments', code: 400 } });
+    expect(await badArgs.json()).toMatchObject({ error: { type: 'BadRequestError', message: 'messages[2].tool_calls[0].function.arguments is not a JSON object', code: 400 } });
     const otherModel = await chat(sim.url, { model: 'gpt-4o', messages: OPENING });
     expect(otherModel.status).toBe(404);
   });

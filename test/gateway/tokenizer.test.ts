@@ -9,6 +9,7 @@ import type { ChatMessage, ToolSpec } from '../../gateway/codec/messages.js';
 import { defaultModelDir, loadModelFiles, type ModelFiles } from '../../gateway/codec/model-files.js';
 import { loadNativeTokenizer } from '../../gateway/codec/native-tokenizer.js';
 import { createTokenizer, type TextTokenizer } from '../../gateway/codec/tokenizer.js';
+import { createRng } from '../../engine-sim/prng.js';
 
 const REPO = path.resolve(import.meta.dirname, '../..');
 const SHARED = path.resolve(REPO, '../shared');
@@ -30,17 +31,6 @@ beforeAll(async () => {
   byteLevel = decoder;
 });
 
-/** Small seeded PRNG (mulberry32): the random part of the corpus is the same on every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function repoTexts(): [string, string][] {
   const tracked = execFileSync('git', ['ls-files'], { cwd: REPO, encoding: 'utf8' }).split('\n');
@@ -120,7 +110,7 @@ const UNICODE: [string, string][] = [
 ];
 
 function randomStrings(): [string, string][] {
-  const next = rng(14);
+  const next = createRng(14);
   const int = (n: number) => Math.floor(next() * n);
   const ranges: [number, number][] = [
     [0x20, 0x7f], [0x00, 0x20], [0xa0, 0x250], [0x300, 0x370], [0x370, 0x530], [0x590, 0x700],
@@ -189,7 +179,7 @@ describe('the native tokenizer against the pure-JS one', () => {
   }, 180_000);
 
   it('decodes any id sequence as the pure-JS tokenizer does, partial characters and added tokens included', () => {
-    const next = rng(7);
+    const next = createRng(7);
     const added = (files.tokenizerJson as { added_tokens: { id: number }[] }).added_tokens.map((t) => t.id);
     for (let n = 0; n < 2000; n++) {
       const ids = Array.from({ length: 1 + Math.floor(next() * 40) }, () =>
@@ -214,7 +204,7 @@ describe('the native tokenizer against the pure-JS one', () => {
   });
 
   it('returns each caller its own ids when many encodes run at once', async () => {
-    const next = rng(3);
+    const next = createRng(3);
     const texts = Array.from({ length: 200 }, (_, i) => {
       const words = Array.from({ length: 5 + Math.floor(next() * 400) }, () => Math.floor(next() * 1e6).toString(36));
       return `request ${i}: ${words.join(i % 2 ? ' ' : '\n')}`;

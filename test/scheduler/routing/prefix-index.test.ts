@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { blockHashes, IncrementalHasher } from '../../../scheduler/routing/block-hash.js';
 import { PrefixIndex } from '../../../scheduler/routing/prefix-index.js';
+import { createRng } from '../../../engine-sim/prng.js';
 
 const ids = (n: number, base = 0): number[] => Array.from({ length: n }, (_, i) => base + i);
 
@@ -56,18 +57,6 @@ describe('block hashes', () => {
   });
 });
 
-/** Deterministic PRNG (mulberry32), so a failing case can be replayed. */
-/** Deterministic PRNG (mulberry32), so a failing case can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Whether block `i` of `blocks` is resident: a lookup of the prefix ending there matches all of it. */
 const resident = (index: PrefixIndex, instance: string, blocks: number[], i: number): boolean =>
@@ -177,7 +166,7 @@ describe('PrefixIndex', () => {
     let partial = 0;
     let full = 0;
     for (const seed of [1, 2, 3, 4, 5]) {
-      const random = prng(seed);
+      const random = createRng(seed);
       const index = new PrefixIndex(4, { maxChains: 12 });
       index.setCapacity('a', 4 * 150);
       index.setCapacity('b', 4 * 60);
