@@ -1,0 +1,84 @@
+import { PieceCache } from './piece-cache.js';
+import { PretokenSplitter } from './pretoken-split.js';
+import type { TextTokenizer } from './tokenizer.js';
+
+export interface PretokenCacheOptions {
+  /** Most pre-tokens (words, number digits, whitespace runs) whose ids are kept. Default 65536 (~10 MB). */
+  maxEntries?: number;
+  /** Pre-tokens longer than this many UTF-16 units are encoded every time, never kept. Default 64. */
+  maxPieceLength?: number;
+}
+
+/** A text's parts once looked up: ids known, or the index of a text in the call's one batch. */
+type Resolved = readonly number[] | number;
+
+/**
+ * The tokenizer with an exact cache of pre-token ids in front of it, as tiktoken and Hugging
+ * Face's BPE keep: BPE runs per pre-token, so a text's ids are its added tokens' ids and its
+ * pre-tokens' ids in order. The split runs in JS; only the pre-tokens not cached (and segments
+ * the JS split does not cover, see PretokenSplitter) go to the inner tokenizer, in one batch, and
+ * when all are cached no native call is made. Returns `inner` unchanged when the tokenizer.json is
+ * not a shape the split was verified for.
+ */
+export function withPretokenCache(inner: TextTokenizer, tokenizerJson: object, options: PretokenCacheOptions = {}): TextTokenizer {
+  const verified = PretokenSplitter.of(tokenizerJson);
+  if (!verified) return inner;
+  const splitter: PretokenSplitter = verified;
+  const cache = new PieceCache(options.maxEntries ?? 65_536);
+  const maxPieceLength = options.maxPieceLength ?? 64;
+
+  async function encodeBatch(texts: string[]): Promise<number[][]> {
+    const batch: string[] = [];
+    const index = new Map<string, number>();
+    /** Batch positions holding a pre-token (the only ids the cache may keep). */
+    const pieces = new Set<number>();
+    const pending = (text: string): number => {
+      let at = index.get(text);
+      if (at === undefined) {
+        at = batch.push(text) - 1;
+        index.set(text, at);
+      }
+      return at;
+    };
+    /** The text's parts, or undefined when a pre-token splits differently alone than in context. */
+    const plan = (text: string): Resolved[] | undefined => {
+      const out: Resolved[] = [];
+      for (const part of splitter.split(text)) {
+        if ('added' in part) out.push([part.added]);
+        else if ('segment' in part) out.push(pending(part.segment));
+        else {
+          for (const piece of part.pieces) {
+            const ids = piece.length <= maxPieceLength ? cache.get(piece) : undefined;
+            if (ids !== undefined) out.push(ids);
+            else if (!PretokenSplitter.isWhole(piece)) return undefined;
+            else {
+              const at = pending(piece);
+              pieces.add(at);
+              out.push(at);
+            }
+          }
+        }
+      }
+      return out;
+    };
+    const plans = texts.map((text) => plan(text) ?? [pending(text)]);
+    const encoded = batch.length > 0 ? await inner.encodeBatch(batch) : [];
+    for (const at of pieces) {
+      if (batch[at]!.length <= maxPieceLength) cache.set(batch[at]!, encoded[at]!);
+    }
+    return plans.map((parts) => {
+      const ids: number[] = [];
+      for (const r of parts) for (const id of typeof r === 'number' ? encoded[r]! : r) ids.push(id);
+      return ids;
+    });
+  }
+
+  return {
+    kind: inner.kind,
+    pretokenCache: true,
+    encode: async (text) => (await encodeBatch([text]))[0]!,
+    encodeBatch,
+    decode: (ids) => inner.decode(ids),
+    tokenId: (text) => inner.tokenId(text),
+  };
+}
