@@ -64,7 +64,9 @@ export function withPretokenCache(inner: TextTokenizer, tokenizerJson: object, o
     const plans = texts.map((text) => plan(text) ?? [pending(text)]);
     const encoded = batch.length > 0 ? await inner.encodeBatch(batch) : [];
     for (const at of pieces) {
-      if (batch[at]!.length <= maxPieceLength) cache.set(batch[at]!, encoded[at]!);
+      const piece = batch[at]!;
+      // A copy: the piece is a slice that would keep the whole text alive (pieces are ASCII).
+      if (piece.length <= maxPieceLength) cache.set(Buffer.from(piece, 'latin1').toString('latin1'), encoded[at]!);
     }
     return plans.map((parts) => {
       const ids: number[] = [];
