@@ -336,6 +336,18 @@ describe('choosing the tokenizer', () => {
     expect(await on.tokenizer.encode(text)).toEqual(await off.tokenizer.encode(text));
   });
 
+  it('puts the pre-token cache in front of the pure-JS tokenizer too', async () => {
+    const codec = await loadCodec({ tokenizer: 'js' });
+    expect(codec.tokenizer.kind).toBe('js');
+    expect(codec.tokenizer.pretokenCache).toBe(true);
+    for (const [name, text] of adversarial()) {
+      for (const round of ['cold', 'warm']) {
+        const mismatch = firstMismatch(text, js.encode(text), await codec.tokenizer.encode(text), ['pure-JS', 'cached pure-JS']);
+        if (mismatch) expect.fail(`${round}, ${name}: ${mismatch}`);
+      }
+    }
+  });
+
   it('uses the pure-JS tokenizer when asked, with the same ids and decode', async () => {
     const tk = await createTokenizer(files, 'js');
     expect(tk.kind).toBe('js');
