@@ -281,6 +281,23 @@ describe('the pre-token cache', () => {
     }
   });
 
+  it('gives the native ids on every string of up to 4 characters from the cases of the split', async () => {
+    // Contraction letters in both cases, digits, each kind of ASCII whitespace, punctuation, controls.
+    const alphabet = ['a', 'A', 's', 'S', 'l', 'L', 'e', 'E', 'r', 'v', 'm', 'd', 'T', '1', "'", ' ', '\t', '\n', '\r', '\v', '\f', '\x1c', '.', '\x00', '\x7f', '<'];
+    const texts: string[] = [''];
+    for (let from = 0; texts[from]!.length < 4; from++) for (const c of alphabet) texts.push(texts[from]! + c);
+    expect(texts.length).toBe(1 + 26 + 26 ** 2 + 26 ** 3 + 26 ** 4);
+    const cached = withPretokenCache(native, files.tokenizerJson, { maxEntries: 1 << 20 });
+    const expected = await native.encodeBatch(texts);
+    for (const round of ['cold', 'warm']) {
+      const actual = await cached.encodeBatch(texts);
+      texts.forEach((text, i) => {
+        const mismatch = firstMismatch(text, expected[i]!, actual[i]!, ['native', 'cached']);
+        if (mismatch) expect.fail(`${round}, ${JSON.stringify(text)}: ${mismatch}`);
+      });
+    }
+  }, 60_000);
+
   it('asks the inner tokenizer once per call, and not at all when every piece is cached', async () => {
     const batches: string[][] = [];
     const counting: TextTokenizer = { ...native, encodeBatch: (texts) => (batches.push(texts), native.encodeBatch(texts)) };
