@@ -9,6 +9,11 @@ export interface PretokenCacheOptions {
   maxPieceLength?: number;
 }
 
+/** Texts joined by the separator token did not come back as as many id runs (a defect). */
+export class PretokenCacheError extends Error {
+  override name = 'PretokenCacheError';
+}
+
 /** A text's parts once looked up: ids known, or the index of a text in the call's one batch. */
 type Resolved = readonly number[] | number;
 
@@ -16,8 +21,9 @@ type Resolved = readonly number[] | number;
  * The tokenizer with an exact cache of pre-token ids in front of it, as tiktoken and Hugging
  * Face's BPE keep: BPE runs per pre-token, so a text's ids are its added tokens' ids and its
  * pre-tokens' ids in order. The split runs in JS; only the pre-tokens not cached (and segments
- * the JS split does not cover, see PretokenSplitter) go to the inner tokenizer, in one batch, and
- * when all are cached no native call is made. Returns `inner` unchanged when the tokenizer.json is
+ * the JS split does not cover, see PretokenSplitter) go to the inner tokenizer, in one call (joined
+ * by an added token, which splits as hard as separate calls), and when all are cached no native
+ * call is made. Returns `inner` unchanged when the tokenizer.json is
  * not a shape the split was verified for.
  */
 export function withPretokenCache(inner: TextTokenizer, tokenizerJson: object, options: PretokenCacheOptions = {}): TextTokenizer {
@@ -26,6 +32,20 @@ export function withPretokenCache(inner: TextTokenizer, tokenizerJson: object, o
   const splitter: PretokenSplitter = verified;
   const cache = new PieceCache(options.maxEntries ?? 65_536);
   const maxPieceLength = options.maxPieceLength ?? 64;
+
+  /** The ids of each text (none holds an added token) from one call: joined by the separator. */
+  async function encodeSeparated(texts: string[]): Promise<number[][]> {
+    const { id: separator, content } = splitter.separator;
+    const out: number[][] = [[]];
+    for (const id of await inner.encode(texts.join(content))) {
+      if (id === separator) out.push([]);
+      else out[out.length - 1]!.push(id);
+    }
+    if (out.length !== texts.length) {
+      throw new PretokenCacheError(`${texts.length} texts joined by ${content} encoded as ${out.length}`);
+    }
+    return out;
+  }
 
   async function encodeBatch(texts: string[]): Promise<number[][]> {
     const batch: string[] = [];
@@ -61,16 +81,21 @@ export function withPretokenCache(inner: TextTokenizer, tokenizerJson: object, o
       }
       return out;
     };
-    const plans = texts.map((text) => plan(text) ?? [pending(text)]);
-    const encoded = batch.length > 0 ? await inner.encodeBatch(batch) : [];
+    const plans = texts.map(plan);
+    // A text whose pre-token does not stand alone is encoded whole, beside the batch.
+    const [encoded, ...wholes] = await Promise.all([
+      batch.length > 0 ? encodeSeparated(batch) : [],
+      ...texts.map((text, t) => (plans[t] ? undefined : inner.encode(text))),
+    ]);
     for (const at of pieces) {
       const piece = batch[at]!;
       // A copy: the piece is a slice that would keep the whole text alive (pieces are ASCII).
-      if (piece.length <= maxPieceLength) cache.set(Buffer.from(piece, 'latin1').toString('latin1'), encoded[at]!);
+      if (piece.length <= maxPieceLength) cache.set(Buffer.from(piece, 'latin1').toString('latin1'), encoded![at]!);
     }
-    return plans.map((parts) => {
+    return plans.map((parts, t) => {
+      if (!parts) return wholes[t]!;
       const ids: number[] = [];
-      for (const r of parts) for (const id of typeof r === 'number' ? encoded[r]! : r) ids.push(id);
+      for (const r of parts) for (const id of typeof r === 'number' ? encoded![r]! : r) ids.push(id);
       return ids;
     });
   }

@@ -41,6 +41,7 @@ const VerifiedTokenizerJson = z.object({
   }),
   model: z.object({
     type: z.literal('BPE'),
+    vocab: z.record(z.string(), z.number()),
     dropout: z.null(),
     byte_fallback: z.literal(false),
     ignore_merges: z.literal(false),
@@ -78,7 +79,14 @@ export class PretokenSplitter {
   private readonly addedIds: Map<string, number>;
   private readonly added: RegExp | undefined;
 
-  private constructor(addedTokens: { id: number; content: string }[]) {
+  /**
+   * @param separator an added token that BPE never yields (its id is not in the vocabulary):
+   *   texts joined with it encode as each text alone, and its id tells where each one ends.
+   */
+  private constructor(
+    addedTokens: { id: number; content: string }[],
+    readonly separator: { id: number; content: string },
+  ) {
     this.addedIds = new Map(addedTokens.map((t) => [t.content, t.id]));
     const alternatives = [...this.addedIds.keys()]
       .sort((a, b) => b.length - a.length)
@@ -89,7 +97,10 @@ export class PretokenSplitter {
   /** The splitter of a tokenizer.json, or undefined when its shape is not a verified one. */
   static of(tokenizerJson: object): PretokenSplitter | undefined {
     const parsed = VerifiedTokenizerJson.safeParse(tokenizerJson);
-    return parsed.success ? new PretokenSplitter(parsed.data.added_tokens) : undefined;
+    if (!parsed.success) return undefined;
+    const vocabIds = new Set(Object.values(parsed.data.model.vocab));
+    const separator = parsed.data.added_tokens.find((t) => !vocabIds.has(t.id));
+    return separator ? new PretokenSplitter(parsed.data.added_tokens, separator) : undefined;
   }
 
   split(text: string): Part[] {

@@ -299,19 +299,20 @@ describe('the pre-token cache', () => {
   }, 60_000);
 
   it('asks the inner tokenizer once per call, and not at all when every piece is cached', async () => {
-    const batches: string[][] = [];
-    const counting: TextTokenizer = { ...native, encodeBatch: (texts) => (batches.push(texts), native.encodeBatch(texts)) };
+    const calls: string[] = [];
+    const counting: TextTokenizer = { ...native, encode: (text) => (calls.push(text), native.encode(text)) };
     const cached = withPretokenCache(counting, files.tokenizerJson);
     const text = 'src/a.py:1: def handler(request, ctx):\n    return ctx.value + 1\n';
     expect(await cached.encode(text)).toEqual(await native.encode(text));
-    expect(batches).toHaveLength(1);
+    expect(calls).toHaveLength(1);
+    // The misses, each once, joined by an added token.
+    expect(calls[0]).toContain('<|endoftext|> handler<|endoftext|>');
     expect(await cached.encode(`${text}${text}`)).toEqual(await native.encode(`${text}${text}`));
-    expect(batches).toHaveLength(1);
+    expect(calls).toHaveLength(1);
     // A line with non-ASCII characters goes to the inner tokenizer whole; the ASCII lines do not.
     const mixed = `${text}# café — ok\n${text}`;
     expect(await cached.encode(mixed)).toEqual(await native.encode(mixed));
-    expect(batches).toHaveLength(2);
-    expect(batches[1]).toEqual(['# café — ok\n']);
+    expect(calls).toEqual([calls[0], '# café — ok\n']);
   });
 
   it('returns each caller its own ids when many encodes run at once', async () => {
