@@ -3,7 +3,7 @@ import { PretokenSplitter } from './pretoken-split.js';
 import type { TextTokenizer } from './tokenizer.js';
 
 export interface PretokenCacheOptions {
-  /** Most pre-tokens (words, number digits, whitespace runs) whose ids are kept. Default 65536 (~10 MB). */
+  /** Most pre-tokens (words, number digits, whitespace runs) whose ids are kept. Default 65536 (~4 MB of heap). */
   maxEntries?: number;
   /** Pre-tokens longer than this many UTF-16 units are encoded every time, never kept. Default 64. */
   maxPieceLength?: number;
@@ -23,8 +23,8 @@ type Resolved = readonly number[] | number;
  * pre-tokens' ids in order. The split runs in JS; only the pre-tokens not cached (and segments
  * the JS split does not cover, see PretokenSplitter) go to the inner tokenizer, in one call (joined
  * by an added token, which splits as hard as separate calls), and when all are cached no native
- * call is made. Returns `inner` unchanged when the tokenizer.json is
- * not a shape the split was verified for.
+ * call is made. Returns `inner` unchanged when the tokenizer.json is not a shape the split was
+ * verified for.
  */
 export function withPretokenCache(inner: TextTokenizer, tokenizerJson: object, options: PretokenCacheOptions = {}): TextTokenizer {
   const verified = PretokenSplitter.of(tokenizerJson);

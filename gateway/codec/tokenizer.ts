@@ -22,7 +22,7 @@ export interface TextTokenizer {
   /** Whether the exact pre-token cache (pretoken-cache.ts) is in front of it. */
   readonly pretokenCache: boolean;
   encode(text: string): Promise<number[]>;
-  /** The ids of each text, in one call to the native tokenizer. */
+  /** The ids of each text; the native tokenizer encodes them in one call. */
   encodeBatch(texts: string[]): Promise<number[][]>;
   /** Text of the ids (an array or a typed-array view of a chain). */
   decode(ids: Iterable<number>): string;
