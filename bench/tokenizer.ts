@@ -1,12 +1,15 @@
 /**
  * Tokenizer benchmark: the native tokenizer (`tokenizers`, on the libuv thread pool) against the
- * pure-JS one (`@huggingface/tokenizers`, on the event loop), in the same run.
+ * pure-JS one (`@huggingface/tokenizers`, on the event loop) and the native one behind the exact
+ * pre-token cache (cold: a new cache for each text; warm: one cache kept across texts), in the
+ * same run.
  *
  *   npm run bench:tokenizer
  *
  * CPU µs per token (process.cpuUsage, which counts the thread pool too) and on the event-loop
  * thread alone (its /proc schedstat) encoding 2k- and 32k-token texts cut from the repository's own
- * files, the two tokenizers interleaved text by text; then the longest event-loop stall
+ * files and on new tool output (file:line listings with module names never seen before), the
+ * tokenizers interleaved text by text, with ratios against native; then the longest event-loop stall
  * (monitorEventLoopDelay max, and p99) and the wall time while 8 32k-token texts are encoded at
  * once; and the CPU of decoding a 2k-token turn (the native tokenizer decodes from the byte-level
  * vocabulary). On a loaded host the native stall is the OS descheduling the loop thread behind the pool's.
@@ -20,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { jsTextTokenizer, JsTokenizer } from '../gateway/codec/js-tokenizer.js';
 import { defaultModelDir, loadModelFiles } from '../gateway/codec/model-files.js';
 import { loadNativeTokenizer } from '../gateway/codec/native-tokenizer.js';
+import { withPretokenCache } from '../gateway/codec/pretoken-cache.js';
 import type { TextTokenizer } from '../gateway/codec/tokenizer.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 8);
@@ -41,12 +45,16 @@ function texts(sync: JsTokenizer, ids: number[], tokens: number, count: number):
   return Array.from({ length: count }, (_, i) => sync.decode(ids.slice(i * tokens, (i + 1) * tokens)));
 }
 
-async function cpuPerToken(name: string, tokenizers: Record<string, TextTokenizer>, inputs: string[]): Promise<void> {
+/** A tokenizer, or a factory of one for each text (a cold cache). */
+type Encoders = Record<string, TextTokenizer | (() => TextTokenizer)>;
+
+async function cpuPerToken(name: string, tokenizers: Encoders, inputs: string[]): Promise<void> {
   const cpu: Record<string, number> = {};
   const loop: Record<string, number> = {};
   let tokens = 0;
   for (const text of inputs) {
-    for (const [kind, tk] of Object.entries(tokenizers)) {
+    for (const [kind, entry] of Object.entries(tokenizers)) {
+      const tk = typeof entry === 'function' ? entry() : entry;
       const start = cpuMs();
       const loopStart = loopCpuMs();
       const ids = await tk.encode(text);
@@ -56,12 +64,21 @@ async function cpuPerToken(name: string, tokenizers: Record<string, TextTokenize
     }
   }
   const us = (ms: Record<string, number>, kind: string) => ((ms[kind] ?? 0) * 1000) / tokens;
+  const kinds = Object.keys(tokenizers);
   console.log(
-    `${name}: CPU native ${us(cpu, 'native').toFixed(2)} µs/token, pure-JS ${us(cpu, 'js').toFixed(2)} µs/token, ` +
-      `pure-JS / native ${(us(cpu, 'js') / us(cpu, 'native')).toFixed(2)}x; on the event-loop thread native ` +
-      `${us(loop, 'native').toFixed(3)} µs/token, pure-JS ${us(loop, 'js').toFixed(2)} µs/token ` +
-      `(${inputs.length} texts, ${tokens} tokens each side)`,
+    `${name} (${inputs.length} texts, ${tokens} tokens each): CPU µs/token, all threads / event-loop thread: ` +
+      kinds.map((k) => `${k} ${us(cpu, k).toFixed(2)} / ${us(loop, k).toFixed(2)}`).join(', ') +
+      '; against native: ' +
+      kinds.filter((k) => k !== 'native').map((k) => `${k} ${(us(cpu, k) / us(cpu, 'native')).toFixed(2)}x / ${(us(loop, k) / us(loop, 'native')).toFixed(2)}x`).join(', '),
   );
+}
+
+/** About 2k tokens of a tool's new output: paths and names never seen before (`seed` apart). */
+function toolOutput(seed: number): string {
+  return Array.from(
+    { length: 50 },
+    (_, i) => `src/module_${seed}_${seed * 7 + 3}/file_${i}.py:${i * 7}: def handler_${i}(request, ctx): return ctx.value + ${i}`,
+  ).join('\n');
 }
 
 /** CPU per decode of a whole sampled turn, as the stream splitter decodes it at every chunk. */
@@ -120,12 +137,19 @@ async function main(): Promise<void> {
   const ids = sync.encode(sources);
   const needed = ROUNDS * 32_768 + CONCURRENT * 32_768;
   if (ids.length < needed) throw new Error(`the repository has ${ids.length} tokens, fewer than the ${needed} this needs`);
-  const tokenizers = { native, js };
-  // Warm both (the pure-JS tokenizer caches words, the native one its thread pool).
-  for (const tk of Object.values(tokenizers)) await tk.encode(sources.slice(0, 200_000));
+  const warm = withPretokenCache(native, files.tokenizerJson);
+  const tokenizers: Encoders = {
+    native,
+    'pure-JS': js,
+    'cached cold': () => withPretokenCache(native, files.tokenizerJson),
+    'cached warm': warm,
+  };
+  // Warm them (the pure-JS tokenizer caches words, the native one its thread pool).
+  for (const tk of [native, js, warm]) await tk.encode(sources.slice(0, 200_000));
 
   await cpuPerToken('2k-token texts', tokenizers, texts(sync, ids, 2048, ROUNDS * 16));
   await cpuPerToken('32k-token texts', tokenizers, texts(sync, ids, 32_768, ROUNDS));
+  await cpuPerToken('2k-token new tool outputs', tokenizers, Array.from({ length: ROUNDS * 16 }, (_, i) => toolOutput(10_000 + i)));
   decodeCost(ids, { native, 'pure-JS': sync });
   const big = texts(sync, ids.slice(ROUNDS * 32_768), 32_768, CONCURRENT);
   await stall('native', native, big);

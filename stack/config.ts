@@ -180,6 +180,11 @@ export const ConfigSchema = z
          * the native module does not load.
          */
         tokenizer: z.enum(['native', 'js']).default('native'),
+        /**
+         * An exact cache of pre-token (word) ids in front of the tokenizer, for the tokenizers it
+         * was verified on (Qwen2/2.5/3; others are used as they are). Default true.
+         */
+        tokenizerCache: z.boolean().default(true),
       })
       .prefault({}),
     engines: z.array(Engine).default([]),

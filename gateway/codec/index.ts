@@ -2,6 +2,7 @@ import { createChatTemplate, type ChatTemplate } from './chat-template.js';
 import { createIncrementalEncoder, type IncrementalEncoder } from './incremental.js';
 import { defaultModelDir, loadModelFiles } from './model-files.js';
 import { createTokenizer, type TextTokenizer, type TokenizerKind } from './tokenizer.js';
+import { withPretokenCache } from './pretoken-cache.js';
 import { parseQwen3Turn, type ParsedTurn } from './tool-parser.js';
 import { parseQwen3CoderTurn } from './tool-parser-xml.js';
 import { StreamSplitter } from './stream-splitter.js';
@@ -37,6 +38,11 @@ export interface CodecOptions {
    * one, on the event loop). Default `native`; `js` when the native module does not load here.
    */
   tokenizer?: TokenizerKind;
+  /**
+   * An exact cache of pre-token ids in front of the tokenizer (pretoken-cache.ts), applied where
+   * the tokenizer.json is a shape it was verified for (Qwen2/2.5/3). Default true.
+   */
+  tokenizerCache?: boolean;
 }
 
 export type ToolParserName = 'qwen3' | 'qwen3-coder';
@@ -48,7 +54,8 @@ const TOOL_PARSERS: Record<ToolParserName, (text: string, tools?: ToolSpec[]) =>
 
 export async function loadCodec(options: CodecOptions = {}): Promise<Codec> {
   const files = await loadModelFiles(options.modelDir ?? defaultModelDir());
-  const tokenizer = await createTokenizer(files, options.tokenizer);
+  const base = await createTokenizer(files, options.tokenizer);
+  const tokenizer = options.tokenizerCache === false ? base : withPretokenCache(base, files.tokenizerJson);
   const template = createChatTemplate(files, { enableThinking: options.enableThinking });
   return {
     modelDir: files.dir,

@@ -32,7 +32,9 @@ export function jsTextTokenizer(files: ModelFiles): TextTokenizer {
   const sync = new JsTokenizer(files);
   return {
     kind: 'js',
+    pretokenCache: false,
     encode: async (text) => sync.encode(text),
+    encodeBatch: async (texts) => texts.map((text) => sync.encode(text)),
     decode: (ids) => sync.decode(ids),
     tokenId: (text) => sync.tokenId(text),
   };

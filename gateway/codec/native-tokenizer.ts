@@ -26,9 +26,14 @@ export async function loadNativeTokenizer(files: ModelFiles): Promise<TextTokeni
   const sync = ByteLevelDecoder.of(files) ?? new JsTokenizer(files);
   return {
     kind: 'native',
+    pretokenCache: false,
     async encode(text) {
       const encoding = await tokenizer.encode(text, null, { addSpecialTokens: false });
       return encoding.getIds();
+    },
+    async encodeBatch(texts) {
+      const encodings = await tokenizer.encodeBatch(texts, { addSpecialTokens: false });
+      return encodings.map((e) => e.getIds());
     },
     decode: (ids) => sync.decode(ids),
     tokenId: (text) => sync.tokenId(text),

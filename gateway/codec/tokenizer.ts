@@ -19,7 +19,11 @@ export interface SyncTokenizer {
 export interface TextTokenizer {
   /** Which implementation this is (after any fallback). */
   readonly kind: TokenizerKind;
+  /** Whether the exact pre-token cache (pretoken-cache.ts) is in front of it. */
+  readonly pretokenCache: boolean;
   encode(text: string): Promise<number[]>;
+  /** The ids of each text; the native tokenizer encodes them in one call. */
+  encodeBatch(texts: string[]): Promise<number[][]>;
   /** Text of the ids (an array or a typed-array view of a chain). */
   decode(ids: Iterable<number>): string;
   /** Id of a single token such as `<|im_end|>`; throws if the text is not one token. */

@@ -8,6 +8,8 @@ import { JsTokenizer } from '../../gateway/codec/js-tokenizer.js';
 import type { ChatMessage, ToolSpec } from '../../gateway/codec/messages.js';
 import { defaultModelDir, loadModelFiles, type ModelFiles } from '../../gateway/codec/model-files.js';
 import { loadNativeTokenizer } from '../../gateway/codec/native-tokenizer.js';
+import { withPretokenCache } from '../../gateway/codec/pretoken-cache.js';
+import { loadCodec } from '../../gateway/codec/index.js';
 import { createTokenizer, type TextTokenizer } from '../../gateway/codec/tokenizer.js';
 import { createRng } from '../../engine-sim/prng.js';
 
@@ -140,19 +142,23 @@ function randomStrings(): [string, string][] {
   return out;
 }
 
+function fullCorpus(): [string, string][] {
+  const sources = repoTexts();
+  return [...sources, ...conversations(sources.map(([, t]) => t)), ...UNICODE, ...randomStrings()];
+}
+
 /** The first position where the two id lists differ, with the text around it, or undefined. */
-function firstMismatch(text: string, expected: number[], actual: number[]): string | undefined {
+function firstMismatch(text: string, expected: number[], actual: number[], names = ['pure-JS', 'native']): string | undefined {
   const at = expected.findIndex((id, i) => actual[i] !== id);
   const i = at >= 0 ? at : expected.length === actual.length ? -1 : expected.length;
   if (i < 0) return undefined;
   const context = (ids: number[]) => JSON.stringify(js.decode(ids.slice(Math.max(0, i - 5), i + 5)));
-  return `ids differ at token ${i} of ${expected.length}/${actual.length}: pure-JS ${JSON.stringify(expected.slice(i, i + 5))} ${context(expected)}, native ${JSON.stringify(actual.slice(i, i + 5))} ${context(actual)} (text ${JSON.stringify(text.slice(0, 80))}…)`;
+  return `ids differ at token ${i} of ${expected.length}/${actual.length}: ${names[0]} ${JSON.stringify(expected.slice(i, i + 5))} ${context(expected)}, ${names[1]} ${JSON.stringify(actual.slice(i, i + 5))} ${context(actual)} (text ${JSON.stringify(text.slice(0, 80))}…)`;
 }
 
 describe('the native tokenizer against the pure-JS one', () => {
   it('gives identical ids on the repository, the shared docs, rendered conversations, Unicode and random text', async () => {
-    const sources = repoTexts();
-    const corpus = [...sources, ...conversations(sources.map(([, t]) => t)), ...UNICODE, ...randomStrings()];
+    const corpus = fullCorpus();
     const chars = corpus.reduce((sum, [, t]) => sum + t.length, 0);
     expect(chars).toBeGreaterThan(3_000_000);
     // The rendered conversations carry the template's tool header, tool calls and reasoning.
@@ -214,7 +220,142 @@ describe('the native tokenizer against the pure-JS one', () => {
   });
 });
 
+/** Texts aimed at the pre-token cache's split: case folding, whitespace classes, NFC, added tokens. */
+function adversarial(): [string, string][] {
+  const contractions = ["'s", "'t", "'re", "'ve", "'m", "'ll", "'d"].flatMap((c) => [c, c.toUpperCase(), c[0] + c[1]!.toUpperCase() + c.slice(2)]);
+  const long = 'x'.repeat(70);
+  const out: [string, string][] = [
+    ['contractions in every case', contractions.map((c) => `it${c} ${c}x ${c}`).join(' ') + "\nWE'Re THEY'lL I'M ''S"],
+    ['contractions with case-folding letters', "it'\u017f it'\u017fs IT'\u212a x'\u017ft \u017f'\u017f 's\u0307 'ſ'S"],
+    ['U+0085 and U+FEFF', 'a\u0085b \u0085\n c\ufeffd \ufeff\n\ufeff x\u0085\u0085 y\n\u0085z'],
+    ['no-break and other spaces', 'a\u00a0b \u00a0\u00a0c\n\u00a0d \u2003e\u3000f\u3000\u3000\ng \u2028h\u2029i \u2028\n\u2029 \u202f\u205f\u1680 j'],
+    ['CRLF runs', 'a\r\n\r\nb\r\r\n\n\rc\r\n  \r\n\t\r\nd;\r\n\r\n  e\r'],
+    ['whitespace before newlines', 'x   \n  \n\t\n y \t \n\n    z\n   \n    w  \n'],
+    ['ASCII vertical tab, form feed, separators', 'a\u000bb\u000c c\u001c\u001d d\u001e\u001f\n\u000b\n e \u000c\n'],
+    ['NFD composing across pieces', 'cafe\u0301 e\u0301x 1\u0301 ;\u0301 A\u030a\nn\u0303o \u0301 \n\u0301 \u1100\u1161\u11a8 a\u0323\u0302'],
+    ['combining marks after spaces, newlines and digits', ' \u0301a\n\u0301b\t\u0308 9\u0301 12\u0303\u0304 \r\n\u0327c  \u0301\n  \u0301'],
+    ['lone surrogates', 'a\ud800b \udc00 c\ud83dd \n\udfff\n x\ud800\ud800 y'],
+    ['added tokens adjacent', '<|im_start|><|im_end|>x<|im_end|>\n<|endoftext|>y<think></think><tool_call>z</tool_call>'],
+    ['partial added tokens', '<|im_end <|im_start| <think <tool_call </think <|im_end|im_end|> <<|im_end|>> <think>>'],
+    ['added tokens in words', "don't<|im_end|>s 's<think>ll x<|im_start|>'re 12<|im_end|>34"],
+    ['emoji ZWJ sequences', 'a👨‍👩‍👧‍👦b 🏳️‍🌈\n🧑🏿‍💻 x\n❤️‍🔥'],
+    ['long words and runs', `${long} ${'ab1'.repeat(40)} ${' '.repeat(100)}x${'\n'.repeat(80)}y${'\t '.repeat(60)}\n${'-'.repeat(90)}\n${'9'.repeat(100)}`],
+    ['indented code with non-ASCII lines', 'def f():\n    return 1  # — note\n    x = "naïve"\n\tpass\n  \n}\n  µs\n'],
+    ['apostrophes and punctuation', "x' 'x '' ''' ' s ');\n'\n's'\n\"'ll\" ('d) [ 'm ]"],
+  ];
+  return out;
+}
+
+describe('the pre-token cache', () => {
+  it('gives the native ids on the whole corpus, cold and warm', async () => {
+    const cached = withPretokenCache(native, files.tokenizerJson);
+    expect(cached.pretokenCache).toBe(true);
+    const corpus = [...fullCorpus(), ...adversarial()];
+    const expected = await native.encodeBatch(corpus.map(([, t]) => t));
+    for (const round of ['cold', 'warm']) {
+      for (const [i, [name, text]] of corpus.entries()) {
+        const mismatch = firstMismatch(text, expected[i]!, await cached.encode(text), ['native', 'cached']);
+        if (mismatch) expect.fail(`${round} cache, ${name}: ${mismatch}`);
+      }
+    }
+  }, 120_000);
+
+  it('gives the native ids on adversarial texts with a tiny cache and short pieces', async () => {
+    const cached = withPretokenCache(native, files.tokenizerJson, { maxEntries: 16, maxPieceLength: 3 });
+    for (const [name, text] of adversarial()) {
+      const expected = await native.encode(text);
+      for (const round of ['cold', 'warm']) {
+        const mismatch = firstMismatch(text, expected, await cached.encode(text), ['native', 'cached']);
+        if (mismatch) expect.fail(`${round}, ${name}: ${mismatch}`);
+      }
+    }
+  });
+
+  it('gives the native ids on every string of up to 4 characters from the cases of the split', async () => {
+    // Contraction letters in both cases, digits, each kind of ASCII whitespace, punctuation, controls.
+    const alphabet = ['a', 'A', 's', 'S', 'l', 'L', 'e', 'E', 'r', 'v', 'm', 'd', 'T', '1', "'", ' ', '\t', '\n', '\r', '\v', '\f', '\x1c', '.', '\x00', '\x7f', '<'];
+    const texts: string[] = [''];
+    for (let from = 0; texts[from]!.length < 4; from++) for (const c of alphabet) texts.push(texts[from]! + c);
+    expect(texts.length).toBe(1 + 26 + 26 ** 2 + 26 ** 3 + 26 ** 4);
+    const cached = withPretokenCache(native, files.tokenizerJson, { maxEntries: 1 << 20 });
+    const expected = await native.encodeBatch(texts);
+    for (const round of ['cold', 'warm']) {
+      const actual = await cached.encodeBatch(texts);
+      texts.forEach((text, i) => {
+        const mismatch = firstMismatch(text, expected[i]!, actual[i]!, ['native', 'cached']);
+        if (mismatch) expect.fail(`${round}, ${JSON.stringify(text)}: ${mismatch}`);
+      });
+    }
+  }, 60_000);
+
+  it('asks the inner tokenizer once per call, and not at all when every piece is cached', async () => {
+    const calls: string[] = [];
+    const counting: TextTokenizer = { ...native, encode: (text) => (calls.push(text), native.encode(text)) };
+    const cached = withPretokenCache(counting, files.tokenizerJson);
+    const text = 'src/a.py:1: def handler(request, ctx):\n    return ctx.value + 1\n';
+    expect(await cached.encode(text)).toEqual(await native.encode(text));
+    expect(calls).toHaveLength(1);
+    // The misses, each once, joined by an added token.
+    expect(calls[0]).toContain('<|endoftext|> handler<|endoftext|>');
+    expect(await cached.encode(`${text}${text}`)).toEqual(await native.encode(`${text}${text}`));
+    expect(calls).toHaveLength(1);
+    // A line with non-ASCII characters goes to the inner tokenizer whole; the ASCII lines do not.
+    const mixed = `${text}# café — ok\n${text}`;
+    expect(await cached.encode(mixed)).toEqual(await native.encode(mixed));
+    expect(calls).toEqual([calls[0], '# café — ok\n']);
+  });
+
+  it('returns each caller its own ids when many encodes run at once', async () => {
+    const cached = withPretokenCache(native, files.tokenizerJson, { maxEntries: 256 });
+    const next = rng(5);
+    const texts = Array.from({ length: 200 }, (_, i) => {
+      const words = Array.from({ length: 5 + Math.floor(next() * 300) }, () => Math.floor(next() * 1e5).toString(36));
+      return `request ${i}: ${words.join(i % 3 ? ' ' : '\n  ')}${i % 4 ? '' : ' — ü'}`;
+    });
+    const results = await Promise.all(texts.map((t) => cached.encode(t)));
+    const expected = await native.encodeBatch(texts);
+    results.forEach((ids, i) => expect(ids, texts[i]!.slice(0, 20)).toEqual(expected[i]));
+  });
+
+  it('is not applied to a tokenizer.json of another shape', () => {
+    const json = files.tokenizerJson as Record<string, unknown>;
+    const variants: object[] = [
+      { ...json, normalizer: { type: 'NFKC' } },
+      { ...json, pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, use_regex: true } },
+      { ...json, model: { ...(json.model as object), byte_fallback: true } },
+      { ...json, added_tokens: [{ id: 1, content: '<x>', single_word: false, lstrip: true, rstrip: false, normalized: false }] },
+    ];
+    for (const variant of variants) {
+      const tk = withPretokenCache(native, variant);
+      expect(tk).toBe(native);
+      expect(tk.pretokenCache).toBe(false);
+    }
+  });
+});
+
 describe('choosing the tokenizer', () => {
+  it('puts the pre-token cache in front by default, and not with tokenizerCache false', async () => {
+    const on = await loadCodec();
+    expect(on.tokenizer.pretokenCache).toBe(true);
+    expect(on.tokenizer.kind).toBe('native');
+    const off = await loadCodec({ tokenizerCache: false });
+    expect(off.tokenizer.pretokenCache).toBe(false);
+    const text = 'x = 1\n'.repeat(100);
+    expect(await on.tokenizer.encode(text)).toEqual(await off.tokenizer.encode(text));
+  });
+
+  it('puts the pre-token cache in front of the pure-JS tokenizer too', async () => {
+    const codec = await loadCodec({ tokenizer: 'js' });
+    expect(codec.tokenizer.kind).toBe('js');
+    expect(codec.tokenizer.pretokenCache).toBe(true);
+    for (const [name, text] of adversarial()) {
+      for (const round of ['cold', 'warm']) {
+        const mismatch = firstMismatch(text, js.encode(text), await codec.tokenizer.encode(text), ['pure-JS', 'cached pure-JS']);
+        if (mismatch) expect.fail(`${round}, ${name}: ${mismatch}`);
+      }
+    }
+  });
+
   it('uses the pure-JS tokenizer when asked, with the same ids and decode', async () => {
     const tk = await createTokenizer(files, 'js');
     expect(tk.kind).toBe('js');
