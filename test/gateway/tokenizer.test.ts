@@ -307,7 +307,7 @@ describe('the pre-token cache', () => {
 
   it('returns each caller its own ids when many encodes run at once', async () => {
     const cached = withPretokenCache(native, files.tokenizerJson, { maxEntries: 256 });
-    const next = rng(5);
+    const next = createRng(5);
     const texts = Array.from({ length: 200 }, (_, i) => {
       const words = Array.from({ length: 5 + Math.floor(next() * 300) }, () => Math.floor(next() * 1e5).toString(36));
       return `request ${i}: ${words.join(i % 3 ? ' ' : '\n  ')}${i % 4 ? '' : ' — ü'}`;
