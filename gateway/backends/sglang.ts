@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { BackendError, engineStatus, parseWeightVersion, type Backend, type GenerateRequest, type GenerateResult } from './backend.js';
+import { postToEngine, type EngineAnswer } from './engine-http.js';
 import { jsonBodyWithIds } from './json-body.js';
 import { readSseData } from './sse.js';
 
@@ -73,13 +74,11 @@ export class SglangBackend implements Backend {
     };
     request.signal?.addEventListener('abort', abortOnEngine, { once: true });
     try {
-      let response: Response;
+      let response: EngineAnswer;
       try {
-        response = await fetch(`${url}/generate`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          signal: request.signal,
-          body: jsonBodyWithIds({ rid }, 'input_ids', request.promptIds, {
+        response = await postToEngine(
+          `${url}/generate`,
+          jsonBodyWithIds({ rid }, 'input_ids', request.promptIds, {
             sampling_params: {
               max_new_tokens: request.maxTokens,
               temperature: request.temperature,
@@ -91,17 +90,20 @@ export class SglangBackend implements Backend {
             logprob_start_len: -1,
             stream: true,
           }),
-        });
+          request.signal,
+        );
       } catch (error) {
         if (request.signal?.aborted) return result('abort');
         throw new BackendError(`engine ${url} unreachable`, 503, { cause: error });
       }
-      if (!response.ok || !response.body) {
+      if (response.status < 200 || response.status >= 300) {
         throw new BackendError(`engine ${url} answered ${response.status}: ${await response.text()}`, engineStatus(response.status));
       }
       try {
+        let done = false;
         for await (const data of readSseData(response.body)) {
-          if (data === '[DONE]') break;
+          // Read on to the body's end, so the connection goes back to the pool for the next turn.
+          if (done || (done = data === '[DONE]')) continue;
           const chunk = ChunkSchema.parse(JSON.parse(data));
           if ('error' in chunk) throw new BackendError(`engine ${url} failed the request: ${chunk.error.message}`, 502);
           const meta = chunk.meta_info;

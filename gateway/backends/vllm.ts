@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { BackendError, engineStatus, parseWeightVersion, type Backend, type GenerateRequest, type GenerateResult } from './backend.js';
+import { postToEngine, type EngineAnswer } from './engine-http.js';
 import { jsonBodyWithIds } from './json-body.js';
 import { readSseData } from './sse.js';
 
@@ -39,13 +40,11 @@ export class VllmBackend implements Backend {
   constructor(private readonly options: VllmBackendOptions) {}
 
   async generate(request: GenerateRequest): Promise<GenerateResult> {
-    let response: Response;
+    let response: EngineAnswer;
     try {
-      response = await fetch(`${this.options.url}/v1/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        signal: request.signal,
-        body: jsonBodyWithIds({ model: this.options.model }, 'prompt', request.promptIds, {
+      response = await postToEngine(
+        `${this.options.url}/v1/completions`,
+        jsonBodyWithIds({ model: this.options.model }, 'prompt', request.promptIds, {
           max_tokens: request.maxTokens,
           temperature: request.temperature,
           top_p: request.topP,
@@ -55,24 +54,27 @@ export class VllmBackend implements Backend {
           stream: true,
           stream_options: { include_usage: true },
         }),
-      });
+        request.signal,
+      );
     } catch (error) {
       if (request.signal?.aborted) return aborted(request);
       throw new BackendError(`engine ${this.options.url} unreachable`, 503, { cause: error });
     }
-    if (!response.ok || !response.body) {
+    if (response.status < 200 || response.status >= 300) {
       throw new BackendError(`engine ${this.options.url} answered ${response.status}: ${await response.text()}`, engineStatus(response.status));
     }
     const ids: number[] = [];
     const logprobs: number[] = [];
     // vLLM keeps no weight version; engine-sim names it in a header.
-    const weightVersion = parseWeightVersion(response.headers.get('x-weight-version'));
+    const weightVersion = parseWeightVersion(response.header('x-weight-version'));
     let finishReason: GenerateResult['finishReason'] = 'abort';
     let promptTokens = request.promptIds.length;
     let cachedTokens = 0;
     try {
+      let done = false;
       for await (const data of readSseData(response.body)) {
-        if (data === '[DONE]') break;
+        // Read on to the body's end, so the connection goes back to the pool for the next turn.
+        if (done || (done = data === '[DONE]')) continue;
         const chunk = CompletionSchema.parse(JSON.parse(data));
         const choice = chunk.choices[0];
         if (choice) {
