@@ -96,8 +96,14 @@ interface Row {
   contextTokens: number;
   pass: PassResult;
   direct: PassResult | null;
-  /** Heap + array buffers per session after a collection; null when a session failed (it stopped short). */
+  /**
+   * Heap + array buffers the live sessions hold, per session: after the turns less after closing them,
+   * both after a collection (so shared caches, e.g. the tokenizer's, are not counted); null when a
+   * session failed (it stopped short) or the process could not collect.
+   */
   memoryKiBPerSession: number | null;
+  /** Heap + array buffers per session still held after the close, against before the row: caches, and anything leaked. */
+  keptKiBPerSession: number | null;
   /** Wall time of the whole row (both paths, opening and closing sessions). */
   seconds: number;
 }
@@ -105,7 +111,7 @@ interface Row {
 const rate = (p: PassResult) => (p.seconds > 0 ? p.turns / p.seconds : 0);
 
 function printHeader(): void {
-  say('path    | mode   | sess | proc | context | CPU ms/turn | close ms/sess | engine ms/turn | loop lag p50/p99/max ms | p50 / p99 ms      | direct p50 / p99  | added p50 / p99   | turns/s | KiB/session | row s | errors (path; direct)');
+  say('path    | mode   | sess | proc | context | CPU ms/turn | close ms/sess | engine ms/turn | loop lag p50/p99/max ms | p50 / p99 ms      | direct p50 / p99  | added p50 / p99   | turns/s | KiB/session | kept KiB/sess | row s | errors (path; direct)');
 }
 
 function printRow(r: Row): void {
@@ -126,6 +132,7 @@ function printRow(r: Row): void {
     `${fixed(p50 - d50)} / ${fixed(p99 - d99)}`.padStart(17),
     fixed(rate(r.pass)).padStart(7),
     (r.memoryKiBPerSession === null ? '-' : fixed(r.memoryKiBPerSession, 0)).padStart(11),
+    (r.keptKiBPerSession === null ? '-' : fixed(r.keptKiBPerSession, 0)).padStart(13),
     fixed(r.seconds, 0).padStart(5),
     `${describeErrors(r.pass.errors)}; ${r.direct ? describeErrors(r.direct.errors) : '-'}`,
   ];
@@ -211,8 +218,11 @@ async function gatewayRow(bench: Bench, gateways: Service[], mode: string, label
   const cpu2 = gateways.reduce((sum, g) => sum + ownCpuMs(g.child.pid), 0);
   await closeSessions(urls, ids);
   const cpu3 = gateways.reduce((sum, g) => sum + ownCpuMs(g.child.pid), 0);
+  const closed = await Promise.all(urls.map((u) => gatewayStats(u, '?gc=1')));
   const worst = (pick: (s: (typeof window)[number]) => number) => Math.max(...window.map(pick));
-  const collected = after.every((s) => s.collected);
+  // Sessions that failed stopped short of the full context: their memory would understate it.
+  const measured = after.every((s) => s.collected) && errorCount(errors) === 0;
+  const perSession = (bytes: number) => (measured ? bytes / sessions / 1024 : null);
   return {
     path: 'gateway',
     mode,
@@ -225,8 +235,8 @@ async function gatewayRow(bench: Bench, gateways: Service[], mode: string, label
     contextTokens: conversations.maxPromptTokens(),
     pass,
     direct: replay,
-    // Sessions that failed stopped short of the full context: their memory would understate it.
-    memoryKiBPerSession: collected && errorCount(errors) === 0 ? (memoryOf(after) - memoryOf(before)) / sessions / 1024 : null,
+    memoryKiBPerSession: perSession(memoryOf(after) - memoryOf(closed)),
+    keptKiBPerSession: perSession(memoryOf(closed) - memoryOf(before)),
     seconds: (performance.now() - started) / 1000,
   };
 }
@@ -267,6 +277,7 @@ async function litellmRow(bench: Bench, litellm: Service, sessions: number): Pro
     pass,
     direct,
     memoryKiBPerSession: null,
+    keptKiBPerSession: null,
     seconds: (performance.now() - started) / 1000,
   };
 }
@@ -288,10 +299,16 @@ function printTargets(rows: Row[]): void {
     const added = percentile(open.pass.latenciesMs, 99) - percentile(open.direct.latenciesMs, 99);
     say(`  added latency p99 <= 10 ms (open loop, ${open.sessions} sessions): ${fixed(added)} ms — ${check(added <= 10)}`);
   }
-  const lagged = rows.filter((r) => r.lag);
-  if (lagged.length > 0) {
-    const worst = Math.max(...lagged.map((r) => r.lag!.p99));
-    say(`  event-loop lag p99 <= 10 ms (worst row): ${fixed(worst)} ms — ${check(worst <= 10)}`);
+  if (open?.lag) say(`  event-loop lag p99 <= 10 ms (open loop, ${open.sessions} sessions): ${fixed(open.lag.p99)} ms — ${check(open.lag.p99 <= 10)}`);
+  const closedLag = rows.filter((r) => r.lag && r.mode === 'closed');
+  if (closedLag.length > 0) {
+    // With every session in flight at once and no think time the loop never idles: its delay is one loop pass over all of them.
+    say(`  (closed loop, saturated by design: event-loop lag p99 up to ${fixed(Math.max(...closedLag.map((r) => r.lag!.p99)))} ms)`);
+  }
+  const sized = rows.filter((r) => r.memoryKiBPerSession !== null && r.contextTokens >= 30_000);
+  if (sized.length > 0) {
+    const most = Math.max(...sized.map((r) => r.memoryKiBPerSession!));
+    say(`  memory per live ~30k-token session <= 200 KiB (largest of ${sized.length} rows): ${fixed(most, 0)} KiB — ${check(most <= 200)}`);
   }
   const scale = rows.filter((r) => r.mode === 'scale');
   const one = scale.find((r) => r.processes === 1);

@@ -266,7 +266,7 @@ export class Engine {
       // Like vLLM, never count the whole prompt as a hit: the last token is always computed, so
       // the hit covers the full blocks of the first `prompt.length - 1` tokens at most.
       const hashable = Math.floor((seq.prompt.length - 1) / bs);
-      const hits = this.cache.matchPrefix(seq.hashes.slice(0, hashable));
+      const hits = this.cache.matchPrefix(seq.hashes, Math.min(hashable, seq.hashes.length));
       const total = Math.ceil((seq.prompt.length + seq.plan.maxTokens) / bs);
       const alloc = this.cache.allocate(seq.hashes, hits, total);
       if (!alloc) return; // head-of-line: later requests wait too, as in vLLM's FCFS scheduler

@@ -9,6 +9,8 @@
 export interface KvAllocation {
   /** Hashes of the request's full, computed blocks, in sequence order; each one is pinned. */
   readonly pinned: number[];
+  /** The blocks of `pinned`, in the same order: releasing them needs no lookups. */
+  readonly blocks: Block[];
   /** Blocks reserved for tokens not yet computed (or a partial last block); not shareable. */
   reserved: number;
 }
@@ -52,11 +54,27 @@ export function extendBlockHashes(
   return previous;
 }
 
+/** A resident block: how many running requests pin it, and when it was last released. */
+export interface Block {
+  refs: number;
+  /** The release that queued it for eviction (its number in release order); -1 while never released or once evicted. */
+  releasedAt: number;
+}
+
 export class PrefixCache {
-  /** hash → number of running requests pinning the block. */
-  private readonly refs = new Map<number, number>();
-  /** Resident, unpinned blocks; iteration order is eviction order (oldest release first). */
-  private readonly evictable = new Set<number>();
+  /** hash → resident block. */
+  private readonly blocks = new Map<number, Block>();
+  /**
+   * Eviction order: blocks as they were released, oldest first, each with the release's number. An
+   * entry is live while its block is unpinned and not released since; a re-pinned block's entry goes
+   * stale and is skipped, instead of being deleted from the middle of a set (on a 2k-block prompt
+   * that bookkeeping was most of the simulator's CPU).
+   */
+  private queue: { hash: number; block: Block; releasedAt: number }[] = [];
+  private queueHead = 0;
+  private releases = 0;
+  /** Resident blocks no running request pins. */
+  private evictableCount = 0;
   private reservedTotal = 0;
   private evictionCount = 0;
 
@@ -65,10 +83,10 @@ export class PrefixCache {
     readonly blockSize: number,
   ) {}
 
-  /** Number of leading hashes whose blocks are resident. */
-  matchPrefix(hashes: readonly number[]): number {
+  /** Number of leading hashes, of the first `limit` (default all), whose blocks are resident. */
+  matchPrefix(hashes: readonly number[], limit = hashes.length): number {
     let n = 0;
-    while (n < hashes.length && this.refs.has(hashes[n]!)) n++;
+    while (n < limit && this.blocks.has(hashes[n]!)) n++;
     return n;
   }
 
@@ -79,21 +97,28 @@ export class PrefixCache {
    */
   allocate(hashes: readonly number[], hits: number, totalBlocks: number): KvAllocation | null {
     const needed = totalBlocks - hits;
+    const hit: Block[] = new Array(hits);
     let hitsEvictable = 0;
-    for (let i = 0; i < hits; i++) if (this.evictable.has(hashes[i]!)) hitsEvictable++;
-    if (needed > this.freeBlocks() + this.evictable.size - hitsEvictable) return null;
-    const pinned = hashes.slice(0, hits);
-    for (const h of pinned) this.pin(h);
+    for (let i = 0; i < hits; i++) {
+      const block = this.blocks.get(hashes[i]!)!;
+      hit[i] = block;
+      if (block.refs === 0) hitsEvictable++;
+    }
+    if (needed > this.freeBlocks() + this.evictableCount - hitsEvictable) return null;
+    for (const block of hit) this.pinBlock(block);
     let shortfall = needed - this.freeBlocks();
-    for (const h of this.evictable) {
-      if (shortfall <= 0) break;
-      this.evictable.delete(h);
-      this.refs.delete(h);
+    while (shortfall > 0) {
+      const entry = this.queue[this.queueHead++]!;
+      if (!isLive(entry)) continue;
+      entry.block.releasedAt = -1;
+      this.blocks.delete(entry.hash);
+      this.evictableCount--;
       this.evictionCount++;
       shortfall--;
     }
+    this.compactQueue();
     this.reservedTotal += needed;
-    return { pinned, reserved: needed };
+    return { pinned: hashes.slice(0, hits), blocks: hit, reserved: needed };
   }
 
   /** Turns one reserved block of `alloc` into the resident block `hash`, now that it is full. */
@@ -102,9 +127,11 @@ export class PrefixCache {
     alloc.reserved--;
     this.reservedTotal--;
     // Another request may have computed the same block meanwhile: share it, like vLLM's dedup.
-    if (this.refs.has(hash)) this.pin(hash);
-    else this.refs.set(hash, 1);
+    let block = this.blocks.get(hash);
+    if (block) this.pinBlock(block);
+    else this.blocks.set(hash, (block = { refs: 1, releasedAt: -1 }));
     alloc.pinned.push(hash);
+    alloc.blocks.push(block);
   }
 
   /** Frees a finished or aborted request's reservation and unpins its blocks. */
@@ -112,37 +139,56 @@ export class PrefixCache {
     this.reservedTotal -= alloc.reserved;
     alloc.reserved = 0;
     // Last block first, so a prefix outlives its own tail when space runs short (as vLLM frees).
-    for (let i = alloc.pinned.length - 1; i >= 0; i--) {
-      const h = alloc.pinned[i]!;
-      const n = this.refs.get(h)! - 1;
-      this.refs.set(h, n);
-      if (n === 0) this.evictable.add(h);
+    for (let i = alloc.blocks.length - 1; i >= 0; i--) {
+      const block = alloc.blocks[i]!;
+      if (--block.refs === 0) {
+        block.releasedAt = this.releases++;
+        this.queue.push({ hash: alloc.pinned[i]!, block, releasedAt: block.releasedAt });
+        this.evictableCount++;
+      }
     }
     alloc.pinned.length = 0;
+    alloc.blocks.length = 0;
+    this.compactQueue();
   }
 
   /** Blocks holding no data and reserved by nobody. */
   freeBlocks(): number {
-    return this.capacityBlocks - this.refs.size - this.reservedTotal;
+    return this.capacityBlocks - this.blocks.size - this.reservedTotal;
   }
 
   /** Blocks in use by running requests (pinned or reserved); vLLM's `kv_cache_usage_perc` basis. */
   usedBlocks(): number {
-    return this.refs.size - this.evictable.size + this.reservedTotal;
+    return this.blocks.size - this.evictableCount + this.reservedTotal;
   }
 
   /** Blocks holding cached data, pinned or not. */
   residentBlocks(): number {
-    return this.refs.size;
+    return this.blocks.size;
   }
 
   evictions(): number {
     return this.evictionCount;
   }
 
-  private pin(hash: number): void {
-    const n = this.refs.get(hash)!;
-    if (n === 0) this.evictable.delete(hash);
-    this.refs.set(hash, n + 1);
+  private pinBlock(block: Block): void {
+    if (block.refs++ === 0) this.evictableCount--;
   }
+
+  /** Drops stale entries once they outnumber the live ones, and consumed ones once they are most of the array: O(resident blocks). */
+  private compactQueue(): void {
+    const entries = this.queue.length - this.queueHead;
+    if (entries > 2 * this.evictableCount + 1024) {
+      this.queue = this.queue.slice(this.queueHead).filter(isLive);
+      this.queueHead = 0;
+    } else if (this.queueHead > 1024 && 2 * this.queueHead > this.queue.length) {
+      this.queue = this.queue.slice(this.queueHead);
+      this.queueHead = 0;
+    }
+  }
+}
+
+/** Whether a queue entry still stands for its block: unpinned, not evicted, and not released again since. */
+function isLive(entry: { block: Block; releasedAt: number }): boolean {
+  return entry.block.refs === 0 && entry.block.releasedAt === entry.releasedAt;
 }

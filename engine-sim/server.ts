@@ -12,6 +12,7 @@ import type { ScriptedPolicy } from './script.js';
 import { registerSglangRoutes } from './sglang.js';
 import { registerWeightRoutes, WeightVersion } from './weights.js';
 import { startEventStream } from './sse.js';
+import { NonEmptyTokenIdList, TokenIdList } from './token-ids.js';
 
 /** vLLM's default `--max-logprobs`: more alternatives than this per token is a 400. */
 const MAX_LOGPROBS = 20;
@@ -20,8 +21,7 @@ const BODY_LIMIT_BYTES = 64 * 1024 * 1024;
 /** vLLM's `CompletionRequest.max_tokens` default. */
 const DEFAULT_MAX_TOKENS = 16;
 
-const TokenId = z.number().int().min(0);
-const TokenIds = z.array(TokenId).min(1, 'prompt must not be empty');
+const TokenIds = NonEmptyTokenIdList('prompt');
 
 /** The `/v1/completions` fields the simulator reads; other fields are accepted and ignored. */
 export const CompletionRequestSchema = z.object({
@@ -41,7 +41,7 @@ export const CompletionRequestSchema = z.object({
   return_tokens_as_token_ids: z.boolean().nullish(),
   stream: z.boolean().nullish(),
   stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
-  stop_token_ids: z.array(TokenId).nullish(),
+  stop_token_ids: TokenIdList.nullish(),
   skip_special_tokens: z.boolean().nullish(),
   request_id: z.string().nullish(),
   n: z.literal(1, { error: 'engine-sim generates one choice per request (n must be 1)' }).nullish(),

@@ -4,11 +4,10 @@ import { z } from 'zod';
 import type { RequestOutcome } from './engine.js';
 import type { RouteContext } from './server.js';
 import { startEventStream } from './sse.js';
+import { NonEmptyTokenIdList, TokenIdList } from './token-ids.js';
 
 /** SGLang's `SamplingParams.max_new_tokens` default. */
 const DEFAULT_MAX_NEW_TOKENS = 128;
-
-const TokenId = z.number().int().min(0);
 
 /** The `sampling_params` fields the simulator reads; other fields are accepted and ignored. */
 const SamplingParamsSchema = z.object({
@@ -18,14 +17,14 @@ const SamplingParamsSchema = z.object({
   temperature: z.number().min(0).nullish(),
   /** Accepted for compatibility; the scripted policy does not depend on it. */
   top_p: z.number().gt(0).max(1).nullish(),
-  stop_token_ids: z.array(TokenId).nullish(),
+  stop_token_ids: TokenIdList.nullish(),
   skip_special_tokens: z.boolean().nullish(),
   sampling_seed: z.number().int().nullish(),
 });
 
 /** The `/generate` fields (SGLang's `GenerateReqInput`) the simulator reads. */
 export const GenerateRequestSchema = z.object({
-  input_ids: z.array(TokenId).min(1, 'input_ids must not be empty').optional(),
+  input_ids: NonEmptyTokenIdList('input_ids').optional(),
   text: z.unknown().optional(),
   sampling_params: SamplingParamsSchema.nullish(),
   rid: z.string().min(1).nullish(),

@@ -17,6 +17,9 @@ export interface Service {
   url: string;
 }
 
+/** Extra node flags for the engine process (BENCH_ENGINE_NODE_ARGS, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof-engine`). */
+const ENGINE_NODE_ARGS = (process.env.BENCH_ENGINE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+
 /** engine-sim in its own process at time scale 0, scripted to answer every turn with a `shell` call. */
 export async function startEngine(children: Children, dir: string, turns: number): Promise<Service> {
   const script = {
@@ -25,7 +28,7 @@ export async function startEngine(children: Children, dir: string, turns: number
   };
   const scriptFile = path.join(dir, 'script.json');
   writeFileSync(scriptFile, JSON.stringify(script));
-  const child = children.start('engine-sim', process.execPath, ['--import', 'tsx', path.join(ROOT, 'engine-sim/main.ts'), '--script', scriptFile, '--time-scale', '0', '--kv-capacity', '4000000'], path.join(dir, 'engine-sim.log'));
+  const child = children.start('engine-sim', process.execPath, [...ENGINE_NODE_ARGS, '--import', 'tsx', path.join(ROOT, 'engine-sim/main.ts'), '--script', scriptFile, '--time-scale', '0', '--kv-capacity', '4000000'], path.join(dir, 'engine-sim.log'));
   return { child, url: await children.waitForLine(child, /^(http\S+)\s*$/m, 120_000) };
 }
 
