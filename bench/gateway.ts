@@ -26,6 +26,9 @@
  *             scripts/install-litellm.sh when missing) to the engine's own /v1/chat/completions,
  *             against sending them to that route directly (rows up to BENCH_LITELLM_DIRECT_SESSIONS),
  *             at BENCH_LITELLM_SESSIONS; its CPU is its whole process tree's. BENCH_LITELLM=0 skips it.
+ * CPUs: the middlebox under test (gateway replicas, LiteLLM) runs on the upper half of the allowed
+ * CPUs, the engine and this load generator on the rest (taskset; bench/gateway/cpus.ts), as in a
+ * deployment where the gateway shares no cores with engines and agents. BENCH_PIN=0 unpins all.
  * Knobs (defaults): BENCH_TURNS (16), BENCH_SESSIONS (1,64,256), BENCH_OPEN_SESSIONS (256),
  * BENCH_OPEN_RATE (16), BENCH_THINK_MS (2000), BENCH_PROCESSES (1,2), BENCH_SCALE_SESSIONS (64),
  * BENCH_LITELLM_SESSIONS (1,64), BENCH_LITELLM_DIRECT_SESSIONS (1), BENCH_GATEWAY_NODE_ARGS (none:
@@ -55,6 +58,7 @@ import {
   type PassResult,
   type Schedule,
 } from './gateway/load.js';
+import { cpuPlan, describePlan, pinSelf, type CpuPlan } from './gateway/cpus.js';
 import { Children, ownCpuMs, treeCpuMs } from './gateway/processes.js';
 import { ADMIN_TOKEN, ensureLitellm, gatewayStats, LITELLM_KEY, startEngine, startGateways, startLitellm, type Service } from './gateway/services.js';
 
@@ -72,6 +76,7 @@ const LITELLM_SESSIONS = list('BENCH_LITELLM_SESSIONS', '1,64').map(Number);
 const LITELLM_DIRECT_SESSIONS = num('BENCH_LITELLM_DIRECT_SESSIONS', 1);
 const WARMUP_SESSIONS = num('BENCH_WARMUP_SESSIONS', 4);
 const WITH_LITELLM = MODES.has('litellm') && process.env.BENCH_LITELLM !== '0';
+const PIN = process.env.BENCH_PIN !== '0';
 /** The session budget: room for every turn and the whole context. */
 const SESSION_INFO = {
   batchId: 'bench', taskId: 'bench', groupId: 'bench.g0', agentName: 'bench', homeInstance: 'e0',
@@ -151,6 +156,7 @@ const memoryOf = (stats: { memory: { heapUsed: number; arrayBuffers: number } }[
 
 interface Bench {
   children: Children;
+  cpus: CpuPlan;
   dir: string;
   engine: Service;
   store: SqliteStore;
@@ -282,7 +288,7 @@ async function litellmRow(bench: Bench, litellm: Service, sessions: number): Pro
   };
 }
 
-function printTargets(rows: Row[]): void {
+function printTargets(rows: Row[], cpus: CpuPlan | undefined): void {
   const check = (ok: boolean) => (ok ? 'met' : 'NOT met');
   say('targets:');
   const big = rows.filter((r) => r.path === 'gateway' && r.mode === 'closed').at(-1);
@@ -317,7 +323,7 @@ function printTargets(rows: Row[]): void {
     const ratio = rate(r.pass) / (r.processes * rate(one.pass));
     // A row whose sessions failed stopped early, so its rate is not the gateway's.
     const verdict = errorCount(r.pass.errors) + errorCount(one.pass.errors) > 0 ? 'not comparable: a row had errors' : check(ratio >= 0.8);
-    say(`  ${r.processes} processes: throughput >= 0.8 x ${r.processes} x one: ${fixed(rate(r.pass))} vs ${fixed(rate(one.pass))} turns/s, ${fixed(ratio, 2)} x N x one — ${verdict} (${os.availableParallelism()} cores here, shared with the engine and the load generator)`);
+    say(`  ${r.processes} processes: throughput >= 0.8 x ${r.processes} x one: ${fixed(rate(r.pass))} vs ${fixed(rate(one.pass))} turns/s, ${fixed(ratio, 2)} x N x one — ${verdict} (${cpus?.middlebox ? `the gateway processes share CPUs ${cpus.middlebox}` : `${os.availableParallelism()} cores, shared with the engine and the load generator`})`);
   }
 }
 
@@ -326,7 +332,7 @@ async function run(bench: Bench, rows: Row[]): Promise<void> {
     rows.push(r);
     printRow(r);
   };
-  const main = await startGateways(bench.children, bench.dir, bench.engine.url, 1, 'main');
+  const main = await startGateways(bench.children, bench.dir, bench.engine.url, 1, 'main', bench.cpus);
   // Unreported: JIT compilation and first-use caches would otherwise land on the first row.
   await gatewayRow(bench, main, 'warmup', 'warmup', closedLoop(WARMUP_SESSIONS, TURNS), false);
   printHeader();
@@ -334,7 +340,7 @@ async function run(bench: Bench, rows: Row[]): Promise<void> {
   if (MODES.has('open')) record(await gatewayRow(bench, main, 'open', 'open', openLoop(OPEN_SESSIONS, TURNS, OPEN_RATE, THINK_MS), true));
   if (MODES.has('scale')) {
     for (const n of PROCESSES) {
-      const gateways = n === 1 ? main : await startGateways(bench.children, bench.dir, bench.engine.url, n, `scale${n}`);
+      const gateways = n === 1 ? main : await startGateways(bench.children, bench.dir, bench.engine.url, n, `scale${n}`, bench.cpus);
       record(await gatewayRow(bench, gateways, 'scale', `scale-${n}`, closedLoop(SCALE_SESSIONS, TURNS), false));
       if (gateways !== main) await Promise.all(gateways.map((g) => bench.children.stop(g.child)));
     }
@@ -342,7 +348,7 @@ async function run(bench: Bench, rows: Row[]): Promise<void> {
   if (WITH_LITELLM) {
     if (!ensureLitellm(say)) say('LiteLLM could not be installed: its rows are skipped');
     else {
-      const litellm = await startLitellm(bench.children, bench.dir, bench.engine.url, await freePort());
+      const litellm = await startLitellm(bench.children, bench.dir, bench.engine.url, await freePort(), bench.cpus);
       await litellmRow(bench, litellm, WARMUP_SESSIONS);
       for (const n of LITELLM_SESSIONS) record(await litellmRow(bench, litellm, n));
     }
@@ -355,11 +361,12 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   const started = performance.now();
   let store: SqliteStore | undefined;
+  let plan: CpuPlan | undefined;
   let finished: Promise<void> | undefined;
   // Once, from `finally` or a signal, whichever comes first: targets, then everything stopped.
   const finish = () =>
     (finished ??= (async () => {
-      if (rows.length > 0) printTargets(rows);
+      if (rows.length > 0) printTargets(rows, plan);
       await children.stopAll();
       store?.close();
       rmSync(dir, { recursive: true, force: true });
@@ -375,10 +382,13 @@ async function main(): Promise<void> {
     });
   }
   try {
-    const engine = await startEngine(children, dir, TURNS);
+    const cores = os.availableParallelism();
+    const cpus = (plan = cpuPlan(PIN));
+    pinSelf(cpus.rest);
+    const engine = await startEngine(children, dir, TURNS, cpus);
     store = SqliteStore.open(path.join(dir, 'store.sqlite'));
-    say(`gateway benchmark: ${TURNS} turns per session (context: the largest prompt of the row, tokens), engine-sim at time scale 0, ${os.availableParallelism()} cores; load generator pid ${process.pid}, engine pid ${engine.child.pid}`);
-    await run({ children, dir, engine, store }, rows);
+    say(`gateway benchmark: ${TURNS} turns per session (context: the largest prompt of the row, tokens), engine-sim at time scale 0, ${cores} cores; load generator pid ${process.pid}, engine pid ${engine.child.pid}; ${describePlan(cpus)}`);
+    await run({ children, cpus, dir, engine, store }, rows);
   } catch (error) {
     say(`benchmark stopped early: ${(error as Error).message}`);
     process.exitCode = 1;

@@ -3,6 +3,8 @@ import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ProcessStatsSnapshot } from '../../gateway/process-stats.js';
+import type { CpuPlan } from './cpus.js';
+import { onCpus } from './cpus.js';
 import { ChildStartError, type Child, type Children } from './processes.js';
 import { MODEL, TASK_MATCH } from './load.js';
 
@@ -21,14 +23,14 @@ export interface Service {
 const ENGINE_NODE_ARGS = (process.env.BENCH_ENGINE_NODE_ARGS ?? '').split(' ').filter(Boolean);
 
 /** engine-sim in its own process at time scale 0, scripted to answer every turn with a `shell` call. */
-export async function startEngine(children: Children, dir: string, turns: number): Promise<Service> {
+export async function startEngine(children: Children, dir: string, turns: number, cpus: CpuPlan): Promise<Service> {
   const script = {
     wanderProbability: 0,
     tasks: [{ taskId: 'bench', match: TASK_MATCH, solve: Array.from({ length: turns + 1 }, () => ({ thought: 'Look further.', tool: { name: 'shell', arguments: { command: 'grep -rn handler src' } } })) }],
   };
   const scriptFile = path.join(dir, 'script.json');
   writeFileSync(scriptFile, JSON.stringify(script));
-  const child = children.start('engine-sim', process.execPath, [...ENGINE_NODE_ARGS, '--import', 'tsx', path.join(ROOT, 'engine-sim/main.ts'), '--script', scriptFile, '--time-scale', '0', '--kv-capacity', '4000000'], path.join(dir, 'engine-sim.log'));
+  const child = children.start('engine-sim', ...onCpus(cpus.rest, process.execPath, [...ENGINE_NODE_ARGS, '--import', 'tsx', path.join(ROOT, 'engine-sim/main.ts'), '--script', scriptFile, '--time-scale', '0', '--kv-capacity', '4000000']), path.join(dir, 'engine-sim.log'));
   return { child, url: await children.waitForLine(child, /^(http\S+)\s*$/m, 120_000) };
 }
 
@@ -39,7 +41,7 @@ const GATEWAY_NODE_ARGS = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ')
  * `processes` gateway replicas (`rollout gateway`, each its own process with --expose-gc for the
  * stats route's collection) sharing one SQLite store, routing to the engine.
  */
-export async function startGateways(children: Children, dir: string, engineUrl: string, processes: number, tag: string): Promise<Service[]> {
+export async function startGateways(children: Children, dir: string, engineUrl: string, processes: number, tag: string, cpus: CpuPlan): Promise<Service[]> {
   return Promise.all(
     Array.from({ length: processes }, async (_, i) => {
       const config = {
@@ -50,7 +52,7 @@ export async function startGateways(children: Children, dir: string, engineUrl: 
       };
       const configFile = path.join(dir, `gateway-${tag}-${i}.json`);
       writeFileSync(configFile, JSON.stringify(config));
-      const child = children.start(`gateway ${tag}-${i}`, process.execPath, ['--expose-gc', ...GATEWAY_NODE_ARGS, path.join(ROOT, 'cli/bin.mjs'), 'gateway', '--config', configFile], path.join(dir, `gateway-${tag}-${i}.log`));
+      const child = children.start(`gateway ${tag}-${i}`, ...onCpus(cpus.middlebox, process.execPath, ['--expose-gc', ...GATEWAY_NODE_ARGS, path.join(ROOT, 'cli/bin.mjs'), 'gateway', '--config', configFile]), path.join(dir, `gateway-${tag}-${i}.log`));
       return { child, url: await children.waitForLine(child, /gateway listening on (\S+);/, 120_000) };
     }),
   );
@@ -76,7 +78,7 @@ export function ensureLitellm(log: (line: string) => void): boolean {
  * The LiteLLM proxy as a plain chat pass-through: one model routed to the engine's own
  * `/v1/chat/completions` (`hosted_vllm/`), no database, no telemetry, quiet logs.
  */
-export async function startLitellm(children: Children, dir: string, engineUrl: string, port: number): Promise<Service> {
+export async function startLitellm(children: Children, dir: string, engineUrl: string, port: number, cpus: CpuPlan): Promise<Service> {
   const configFile = path.join(dir, 'litellm.yaml');
   writeFileSync(
     configFile,
@@ -87,7 +89,7 @@ export async function startLitellm(children: Children, dir: string, engineUrl: s
     }),
   );
   const env = { ...process.env, LITELLM_LOG: 'ERROR', LITELLM_TELEMETRY: 'False', DISABLE_ADMIN_UI: 'True', NO_DOCS: 'True' };
-  const child = children.start('litellm', LITELLM_BIN, ['--config', configFile, '--host', '127.0.0.1', '--port', String(port)], path.join(dir, 'litellm.log'), env);
+  const child = children.start('litellm', ...onCpus(cpus.middlebox, LITELLM_BIN, ['--config', configFile, '--host', '127.0.0.1', '--port', String(port)]), path.join(dir, 'litellm.log'), env);
   // Its banner is not needed; drain stdout so the pipe never fills.
   child.process.stdout!.resume();
   const url = `http://127.0.0.1:${port}`;
