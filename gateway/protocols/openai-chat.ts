@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { ChatMessage, ToolSpec } from '../codec/index.js';
 import { streamSplitter } from '../codec/index.js';
+import { newId } from './ids.js';
 import { openEventStream } from './sse.js';
 import { disconnectSignal, sessionKeyOf } from '../auth.js';
 import { GatewayError, InvalidRequestError, UnknownSessionError } from '../session/errors.js';
@@ -107,8 +107,6 @@ function parseArguments(json: string, message: number, call: number): Record<str
 function openAiError(reply: FastifyReply, error: GatewayError): FastifyReply {
   return reply.code(error.status).send({ error: { message: error.message, type: error.type, param: null, code: null } });
 }
-
-const newId = (prefix: string) => `${prefix}${randomBytes(12).toString('hex')}`;
 
 function toolCallsOut(reply: AssistantMessage) {
   return reply.tool_calls?.map((c) => ({ id: newId('call_'), type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
