@@ -38,6 +38,7 @@ export async function createIncrementalEncoder(template: ChatTemplate, tokenizer
   // What the template writes after the end-of-turn token and the model never samples (Qwen: "\n").
   const separator = probeBare.slice(eotAt + template.endOfTurn.length);
   const bases = new BaseRenders();
+  const headerless = headerlessRenderer(template, separator);
 
   return {
     generationPrompt: await tokenizer.encode(generationPromptText),
@@ -47,17 +48,40 @@ export async function createIncrementalEncoder(template: ChatTemplate, tokenizer
       return tokenizer.encode(template.render(messages, { tools, addGenerationPrompt: true }));
     },
     async encodeAppended(messages, tools) {
-      // Render the same tool header in both, so cutting the base off leaves only the new turns.
-      const base = bases.get(tools, () =>
-        template.render([EMPTY_USER], { tools, addGenerationPrompt: false }).slice(0, -separator.length || undefined),
-      );
-      const full = template.render([EMPTY_USER, ...messages], { tools, addGenerationPrompt: true });
+      // Render the same tool header in both, or none, so cutting the base off leaves only the new turns.
+      let base: string;
+      let full: string;
+      if (headerless) {
+        base = headerless.base;
+        full = headerless.render([EMPTY_USER, ...messages], { addGenerationPrompt: true });
+      } else {
+        base = bases.get(tools, () =>
+          template.render([EMPTY_USER], { tools, addGenerationPrompt: false }).slice(0, -separator.length || undefined),
+        );
+        full = template.render([EMPTY_USER, ...messages], { tools, addGenerationPrompt: true });
+      }
       if (!full.startsWith(base)) {
         throw new ChatTemplateError('appended messages changed how earlier turns render');
       }
       return tokenizer.encode(full.slice(base.length));
     },
   };
+}
+
+/**
+ * The header-less render and its base, when the template has one and the base is long enough to
+ * hold the separator: the header then sits before everything the cut touches, so both renders
+ * leave the same text after it.
+ */
+function headerlessRenderer(
+  template: ChatTemplate,
+  separator: string,
+): { render: NonNullable<ChatTemplate['renderWithoutToolHeader']>; base: string } | undefined {
+  const render = template.renderWithoutToolHeader;
+  if (!render) return undefined;
+  const bare = render([EMPTY_USER], { addGenerationPrompt: false });
+  if (bare.length < separator.length) return undefined;
+  return { render, base: bare.slice(0, -separator.length || undefined) };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * The protocol-neutral conversation the codec renders. Every protocol lowers its request to this
@@ -44,17 +44,15 @@ export function canonicalKey(message: ChatMessage): string {
  * A message's identity for matching histories: a 128-bit digest of what `canonicalKey` compares,
  * so a live chain keeps 22 characters a message instead of its text. The parts are hashed
  * length-prefixed rather than as canonical JSON, which would copy and escape every message's text
- * on every request (a lone surrogate hashes as U+FFFD, as the tokenizer reads it).
+ * on every request (a lone surrogate hashes as U+FFFD, as the tokenizer reads it). One-shot
+ * `crypto.hash` over the concatenated parts: a Hash object per message costs more than the hashing.
  */
 export function messageDigest(message: ChatMessage): string {
-  const digest = createHash('sha256');
-  const part = (text: string) => digest.update(`${text.length}:`).update(text);
-  part(message.role);
-  if (message.role === 'assistant') {
-    part(message.content.trim());
-    part(JSON.stringify((message.tool_calls ?? []).map((c) => [c.name, sortKeys(c.arguments)])));
-  } else part(message.content);
-  return digest.digest('base64').slice(0, 22);
+  const role = `${message.role.length}:${message.role}`;
+  if (message.role !== 'assistant') return hash('sha256', `${role}${message.content.length}:${message.content}`, 'base64').slice(0, 22);
+  const content = message.content.trim();
+  const calls = JSON.stringify((message.tool_calls ?? []).map((c) => [c.name, sortKeys(c.arguments)]));
+  return hash('sha256', `${role}${content.length}:${content}${calls.length}:${calls}`, 'base64').slice(0, 22);
 }
 
 function sortKeys(value: unknown): unknown {

@@ -1,6 +1,7 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { AssistantMessage, TurnResult, TurnUsage } from '../session/turn-runner.js';
 import type { MessagesRequest, OutputFormat } from './anthropic-schema.js';
+import { newId } from './ids.js';
 
 export type StopReason = 'end_turn' | 'tool_use' | 'max_tokens';
 
@@ -16,8 +17,8 @@ export type ContentBlockOut =
   | { type: 'text'; text: string }
   | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> };
 
-export const newMessageId = (): string => `msg_${randomBytes(12).toString('hex')}`;
-export const newToolUseId = (): string => `toolu_${randomBytes(12).toString('hex')}`;
+export const newMessageId = (): string => newId('msg_');
+export const newToolUseId = (): string => newId('toolu_');
 
 /**
  * Anthropic's usage fields are disjoint: clients (Claude Code) add `input_tokens`,

@@ -1,8 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { ChatMessage, ToolSpec } from '../codec/index.js';
 import { streamSplitter } from '../codec/index.js';
+import { newId } from './ids.js';
+import { isPlainChatRequest } from './openai-chat-check.js';
 import { openEventStream } from './sse.js';
 import { disconnectSignal, sessionKeyOf } from '../auth.js';
 import { GatewayError, InvalidRequestError, UnknownSessionError } from '../session/errors.js';
@@ -58,7 +59,7 @@ export const ChatCompletionRequest = z
     stream_options: z.object({ include_usage: z.boolean().optional() }).passthrough().nullish(),
   })
   .passthrough();
-type ChatCompletionRequest = z.infer<typeof ChatCompletionRequest>;
+export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequest>;
 
 function textOf(content: z.infer<typeof Content>): string {
   if (content == null) return '';
@@ -104,11 +105,16 @@ function parseArguments(json: string, message: number, call: number): Record<str
   throw new InvalidRequestError(`messages[${message}].tool_calls[${call}].function.arguments is not a JSON object`);
 }
 
+/** The request as the schema returns it; the hand check spares the copy zod makes of a valid one. */
+function parseChatRequest(body: unknown): ChatCompletionRequest | InvalidRequestError {
+  if (isPlainChatRequest(body)) return body;
+  const parsed = ChatCompletionRequest.safeParse(body);
+  return parsed.success ? parsed.data : new InvalidRequestError(z.prettifyError(parsed.error));
+}
+
 function openAiError(reply: FastifyReply, error: GatewayError): FastifyReply {
   return reply.code(error.status).send({ error: { message: error.message, type: error.type, param: null, code: null } });
 }
-
-const newId = (prefix: string) => `${prefix}${randomBytes(12).toString('hex')}`;
 
 function toolCallsOut(reply: AssistantMessage) {
   return reply.tool_calls?.map((c) => ({ id: newId('call_'), type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
@@ -130,9 +136,8 @@ function usageOut(usage: { promptTokens: number; completionTokens: number; cache
 /** `POST /v1/chat/completions`, streaming and not. */
 export function registerChatCompletions(app: FastifyInstance, deps: GatewayDeps): void {
   app.post('/v1/chat/completions', async (request, reply) => {
-    const parsedBody = ChatCompletionRequest.safeParse(request.body);
-    if (!parsedBody.success) return openAiError(reply, new InvalidRequestError(z.prettifyError(parsedBody.error)));
-    const body = parsedBody.data;
+    const body = parseChatRequest(request.body);
+    if (body instanceof InvalidRequestError) return openAiError(reply, body);
     const key = sessionKeyOf(request);
     if (!key) return openAiError(reply, new UnknownSessionError());
     let lowered: ReturnType<typeof lowerChatRequest>;

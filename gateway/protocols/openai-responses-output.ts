@@ -1,12 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import type { ToolCall } from '../codec/index.js';
 import type { StreamDelta } from '../codec/stream-splitter.js';
 import type { AssistantMessage, TurnUsage } from '../session/turn-runner.js';
+import { newId } from './ids.js';
 import { CUSTOM_INPUT, encodeReasoning, type LoweredTools } from './openai-responses-lower.js';
 
 /** Output items, the response object and its SSE events, shaped as the OpenAI Responses API sends them. */
-
-export const newId = (prefix: string): string => `${prefix}${randomBytes(12).toString('hex')}`;
 
 type ItemStatus = 'in_progress' | 'completed';
 

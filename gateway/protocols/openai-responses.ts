@@ -8,10 +8,10 @@ import type { GatewayDeps } from '../deps.js';
 import { GatewayError, InvalidRequestError, UnknownSessionError } from '../session/errors.js';
 import type { GatewaySession } from '../session/session.js';
 import { runTurn, type TurnInput, type TurnResult } from '../session/turn-runner.js';
+import { newId } from './ids.js';
 import { lowerInput, lowerTools, type LoweredTools } from './openai-responses-lower.js';
 import {
   messageItem,
-  newId,
   OutputItemStreamer,
   replyItems,
   ResponseEventStream,

@@ -29,4 +29,13 @@ describe('messageDigest', () => {
   it('is 22 characters (128 bits and more) whatever the message size', () => {
     expect(messageDigest({ role: 'tool', content: 'x'.repeat(100_000) })).toMatch(/^[A-Za-z0-9+/]{22}$/);
   });
+
+  it('keeps the digests chains were keyed by before, lone surrogates and call arguments included', () => {
+    // Values of the Hash-object form (createHash, one update per length prefix and part).
+    expect(messageDigest({ role: 'user', content: 'naïve ✓ 😀 \ud800 lone' })).toBe('EUwxIGpRHAs4pmQBpnjJaZ');
+    expect(messageDigest({ role: 'assistant', content: ' Done.\n', tool_calls: [{ name: 'shell', arguments: { cwd: '/', command: 'ls' } }] })).toBe(
+      'ktDLwxV1LrEIGe3olW5rV1',
+    );
+    expect(messageDigest({ role: 'tool', content: 'x'.repeat(5000) })).toBe('YEtKOhNdStD/SeIkg0SQXC');
+  });
 });
