@@ -201,8 +201,10 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
     if (baseTokens === 0) delta = await encoder.encodeFirst(plan.appended, input.tools);
     else {
       // A turn cut by max_tokens has no end-of-turn token; the template would have closed it.
-      const close = chain.tokens.at(baseTokens - 1) === encoder.endOfTurnId ? [] : [encoder.endOfTurnId];
-      delta = [...close, ...(await encoder.encodeAppended(plan.appended, input.tools))];
+      const closed = chain.tokens.at(baseTokens - 1) === encoder.endOfTurnId;
+      const appended = await encoder.encodeAppended(plan.appended, input.tools);
+      // Copied only to prepend the closing token: the usual turn ended with it already.
+      delta = closed ? appended : [encoder.endOfTurnId, ...appended];
     }
     // A view of the chain's buffer (a copy only for a rollback): nothing O(context) per turn.
     const prompt = chain.tokens.withAppended(baseTokens, delta);

@@ -119,8 +119,9 @@ function commitTurnSql(fenced: boolean): string {
       $10::int, $11::int, $12::float8, $13::text, $14::text, $15::text, $16::bool, $17::bigint
     ${guard}`;
 }
-const COMMIT_TURN = commitTurnSql(false);
-const COMMIT_OWNED_TURN = commitTurnSql(true);
+// Named: each pooled connection parses and plans the per-turn statement once, then only binds it.
+const COMMIT_TURN = { name: 'commit_turn', text: commitTurnSql(false) };
+const COMMIT_OWNED_TURN = { name: 'commit_owned_turn', text: commitTurnSql(true) };
 
 /**
  * The store in one PostgreSQL database, shared by every gateway, worker and API process on every
@@ -247,7 +248,7 @@ export class PostgresStore implements Store {
     const fenced = options.owner !== undefined;
     let inserted: number | null;
     try {
-      ({ rowCount: inserted } = await this.pool.query(fenced ? COMMIT_OWNED_TURN : COMMIT_TURN, fenced ? [...params, options.owner, now] : params));
+      ({ rowCount: inserted } = await this.pool.query(fenced ? { ...COMMIT_OWNED_TURN, values: [...params, options.owner, now] } : { ...COMMIT_TURN, values: params }));
     } catch (error) {
       if (error instanceof pg.DatabaseError && error.code === UNIQUE_VIOLATION) {
         throw new StoreConflictError(`turn ${turn.seq} of chain ${turn.chainIndex} of session ${turn.sessionId} is already committed`);
