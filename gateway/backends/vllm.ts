@@ -1,5 +1,5 @@
 import { BackendError, engineStatus, parseWeightVersion, type Backend, type GenerateRequest, type GenerateResult } from './backend.js';
-import { postToEngine, type EngineAnswer } from './engine-http.js';
+import { engineEndpoint, postToEngine, type EngineAnswer, type EngineEndpoint } from './engine-http.js';
 import { jsonBodyWithIds } from './json-body.js';
 import { readSseBatches } from './sse.js';
 import { MalformedChunkError, parseCompletionChunk, parseTokenId } from './vllm-chunk.js';
@@ -18,13 +18,16 @@ export interface VllmBackendOptions {
  */
 export class VllmBackend implements Backend {
   readonly kind = 'vllm' as const;
-  constructor(private readonly options: VllmBackendOptions) {}
+  private readonly completions: EngineEndpoint;
+  constructor(private readonly options: VllmBackendOptions) {
+    this.completions = engineEndpoint(`${options.url}/v1/completions`);
+  }
 
   async generate(request: GenerateRequest): Promise<GenerateResult> {
     let response: EngineAnswer;
     try {
       response = await postToEngine(
-        `${this.options.url}/v1/completions`,
+        this.completions,
         jsonBodyWithIds({ model: this.options.model }, 'prompt', request.promptIds, {
           max_tokens: request.maxTokens,
           temperature: request.temperature,

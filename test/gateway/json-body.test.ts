@@ -28,6 +28,16 @@ describe('jsonBodyWithIds', () => {
     }
   });
 
+  it('writes a view into a larger chain buffer as its own ids only', () => {
+    const chain = Uint32Array.from({ length: 300 }, (_, i) => (i * 7919) % 151_936);
+    for (const [from, to] of [[0, 0], [0, 1], [17, 300], [100, 101], [250, 260]] as const) {
+      const view = chain.subarray(from, to);
+      expect(text(jsonBodyWithIds({ rid: 'r' }, 'input_ids', view, { stream: true }))).toBe(
+        JSON.stringify({ rid: 'r', input_ids: Array.from(view), stream: true }),
+      );
+    }
+  });
+
   it('writes empty prompts and empty objects around them as JSON.stringify does', () => {
     expect(text(jsonBodyWithIds({}, 'input_ids', [], {}))).toBe(JSON.stringify({ input_ids: [] }));
     expect(text(jsonBodyWithIds({ a: 1 }, 'ids', [0], {}))).toBe(JSON.stringify({ a: 1, ids: [0] }));
