@@ -1,7 +1,11 @@
 const COMMA = 0x2c;
 const ZERO = 0x30;
-/** Bytes of the longest id a Uint32Array holds (4294967295) and its comma. */
-const MAX_UINT32_ID_BYTES = 11;
+/**
+ * Ids below this (six digits and a comma) cover every vocabulary there is, so a buffer sized for
+ * them is barely larger than the body.
+ */
+const SHORT_ID_LIMIT = 1_000_000;
+const SHORT_ID_BYTES = 7;
 /** `PAIRS[2n]`, `PAIRS[2n + 1]`: the two decimal digits of n < 100, so one division writes two. */
 const PAIRS = Uint8Array.from({ length: 200 }, (_, i) => ZERO + (i % 2 === 0 ? Math.floor(i / 20) : (i >> 1) % 10));
 
@@ -22,16 +26,19 @@ export function jsonBodyWithIds(
 }
 
 /**
- * The prompt as the chains hold it: every id is a whole number below 2^32, written as its digits,
- * in one pass into a buffer sized for the longest ids (the body is used once and dropped).
+ * The prompt as the chains hold it: whole numbers, written as their digits in one pass into a
+ * buffer sized for ids below SHORT_ID_LIMIT (the body is used once and dropped); a longer id sends
+ * the prompt the exact-size way instead.
  */
 function withUint32Ids(head: string, ids: Uint32Array, tail: string): Uint8Array<ArrayBuffer> {
-  const out = Buffer.allocUnsafe(Buffer.byteLength(head) + ids.length * MAX_UINT32_ID_BYTES + Buffer.byteLength(tail));
+  const out = Buffer.allocUnsafe(Buffer.byteLength(head) + ids.length * SHORT_ID_BYTES + Buffer.byteLength(tail));
   let at = out.write(head, 0);
   const count = ids.length;
   for (let i = 0; i < count; i++) {
+    const id = ids[i]!;
+    if (id >= SHORT_ID_LIMIT) return withIds(head, ids, tail);
     if (i > 0) out[at++] = COMMA;
-    at = writeDigits(out, at, ids[i]!);
+    at = writeDigits(out, at, id);
   }
   at += out.write(tail, at);
   return new Uint8Array(out.buffer, out.byteOffset, at);
