@@ -64,8 +64,8 @@ export class VllmBackend implements Backend {
           const choice = chunk.choices[0];
           if (choice) {
             const tokens = choice.logprobs?.tokens ?? [];
-            const newIds = new Array<number>(tokens.length);
-            for (let i = 0; i < tokens.length; i++) newIds[i] = this.tokenId(tokens[i]!);
+            const newIds: number[] = [];
+            for (const token of tokens) newIds.push(this.tokenId(token));
             const raw = choice.logprobs?.token_logprobs ?? [];
             // The gateway never invents log-probs: a missing one is the engine's error.
             if (raw.length !== newIds.length || raw.includes(null)) {
