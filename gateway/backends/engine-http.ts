@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import { urlToHttpOptions } from 'node:url';
 
 /** Keep-alive connections to the engines, shared by every backend (Node's defaults otherwise). */
 const AGENTS: Record<string, http.Agent> = {
@@ -17,6 +18,20 @@ export interface EngineAnswer {
   text(): Promise<string>;
 }
 
+/** An engine URL to POST to, parsed once when the backend is made rather than on every request. */
+export interface EngineEndpoint {
+  client: typeof http | typeof https;
+  options: http.RequestOptions;
+}
+
+export function engineEndpoint(url: string): EngineEndpoint {
+  const target = new URL(url);
+  return {
+    client: target.protocol === 'https:' ? https : http,
+    options: { ...urlToHttpOptions(target), method: 'POST', agent: AGENTS[target.protocol] },
+  };
+}
+
 /**
  * POSTs a JSON body to an engine over `node:http` rather than fetch: a generation streams one small
  * chunk per token or so, and fetch's web streams cost more CPU per chunk than the gateway's own
@@ -24,15 +39,11 @@ export interface EngineAnswer {
  * cannot be reached, and with an AbortError when `signal` aborts; an abort while the body streams
  * ends the body's iteration with that error.
  */
-export function postToEngine(url: string, body: Uint8Array | string, signal?: AbortSignal): Promise<EngineAnswer> {
-  const target = new URL(url);
-  const client = target.protocol === 'https:' ? https : http;
+export function postToEngine(endpoint: EngineEndpoint, body: Uint8Array | string, signal?: AbortSignal): Promise<EngineAnswer> {
   return new Promise((resolve, reject) => {
-    const request = client.request(
-      target,
+    const request = endpoint.client.request(
       {
-        method: 'POST',
-        agent: AGENTS[target.protocol],
+        ...endpoint.options,
         signal,
         headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
       },

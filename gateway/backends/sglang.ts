@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { BackendError, engineStatus, parseWeightVersion, type Backend, type GenerateRequest, type GenerateResult } from './backend.js';
-import { postToEngine, type EngineAnswer } from './engine-http.js';
+import { engineEndpoint, postToEngine, type EngineAnswer, type EngineEndpoint } from './engine-http.js';
 import { jsonBodyWithIds } from './json-body.js';
-import { readSseData } from './sse.js';
+import { readSseBatches } from './sse.js';
 
 /** SGLang's logprob entry: [logprob, token id, token text or null]. */
 const LogprobEntrySchema = z.tuple([z.number().nullable(), z.number().int(), z.string().nullable()]);
@@ -39,7 +39,10 @@ export interface SglangBackendOptions {
  */
 export class SglangBackend implements Backend {
   readonly kind = 'sglang' as const;
-  constructor(private readonly options: SglangBackendOptions) {}
+  private readonly generateEndpoint: EngineEndpoint;
+  constructor(private readonly options: SglangBackendOptions) {
+    this.generateEndpoint = engineEndpoint(`${options.url}/generate`);
+  }
 
   async generate(request: GenerateRequest): Promise<GenerateResult> {
     const { url } = this.options;
@@ -77,7 +80,7 @@ export class SglangBackend implements Backend {
       let response: EngineAnswer;
       try {
         response = await postToEngine(
-          `${url}/generate`,
+          this.generateEndpoint,
           jsonBodyWithIds({ rid }, 'input_ids', request.promptIds, {
             sampling_params: {
               max_new_tokens: request.maxTokens,
@@ -101,20 +104,22 @@ export class SglangBackend implements Backend {
       }
       try {
         let done = false;
-        for await (const data of readSseData(response.body)) {
-          // Read on to the body's end, so the connection goes back to the pool for the next turn.
-          if (done || (done = data === '[DONE]')) continue;
-          const chunk = ChunkSchema.parse(JSON.parse(data));
-          if ('error' in chunk) throw new BackendError(`engine ${url} failed the request: ${chunk.error.message}`, 502);
-          const meta = chunk.meta_info;
-          promptTokens = meta.prompt_tokens;
-          cachedTokens = meta.cached_tokens ?? 0;
-          weightVersion = parseWeightVersion(meta.weight_version) ?? weightVersion;
-          const [newIds, newLogprobs] = this.newTokens(chunk.output_ids, meta, ids.length);
-          ids.push(...newIds);
-          logprobs.push(...newLogprobs);
-          if (newIds.length > 0) request.onTokens?.(newIds, newLogprobs);
-          finish = meta.finish_reason ?? null;
+        for await (const batch of readSseBatches(response.body)) {
+          for (const data of batch) {
+            // Read on to the body's end, so the connection goes back to the pool for the next turn.
+            if (done || (done = data === '[DONE]')) continue;
+            const chunk = ChunkSchema.parse(JSON.parse(data));
+            if ('error' in chunk) throw new BackendError(`engine ${url} failed the request: ${chunk.error.message}`, 502);
+            const meta = chunk.meta_info;
+            promptTokens = meta.prompt_tokens;
+            cachedTokens = meta.cached_tokens ?? 0;
+            weightVersion = parseWeightVersion(meta.weight_version) ?? weightVersion;
+            const [newIds, newLogprobs] = this.newTokens(chunk.output_ids, meta, ids.length);
+            ids.push(...newIds);
+            logprobs.push(...newLogprobs);
+            if (newIds.length > 0) request.onTokens?.(newIds, newLogprobs);
+            finish = meta.finish_reason ?? null;
+          }
         }
       } catch (error) {
         if (request.signal?.aborted) return abortedResult();

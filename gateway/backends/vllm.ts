@@ -1,27 +1,8 @@
-import { z } from 'zod';
 import { BackendError, engineStatus, parseWeightVersion, type Backend, type GenerateRequest, type GenerateResult } from './backend.js';
-import { postToEngine, type EngineAnswer } from './engine-http.js';
+import { engineEndpoint, postToEngine, type EngineAnswer, type EngineEndpoint } from './engine-http.js';
 import { jsonBodyWithIds } from './json-body.js';
-import { readSseData } from './sse.js';
-
-/**
- * A choice of a streamed chunk. The ids are read from `logprobs.tokens`, which
- * `return_tokens_as_token_ids` makes `token_id:<id>`; `return_token_ids` is not asked for, since it
- * also sends the whole prompt back in the first chunk.
- */
-const ChoiceSchema = z.object({
-  logprobs: z.object({ tokens: z.array(z.string()), token_logprobs: z.array(z.number().nullable()) }).nullish(),
-  finish_reason: z.string().nullish(),
-});
-const UsageSchema = z.object({
-  prompt_tokens: z.number().int(),
-  completion_tokens: z.number().int(),
-  prompt_tokens_details: z.object({ cached_tokens: z.number().int().nullish() }).nullish(),
-});
-const CompletionSchema = z.object({
-  choices: z.array(ChoiceSchema),
-  usage: UsageSchema.nullish(),
-});
+import { readSseBatches } from './sse.js';
+import { MalformedChunkError, parseCompletionChunk, parseTokenId } from './vllm-chunk.js';
 
 export interface VllmBackendOptions {
   /** Base URL of the engine, e.g. `http://127.0.0.1:8000`. */
@@ -37,13 +18,16 @@ export interface VllmBackendOptions {
  */
 export class VllmBackend implements Backend {
   readonly kind = 'vllm' as const;
-  constructor(private readonly options: VllmBackendOptions) {}
+  private readonly completions: EngineEndpoint;
+  constructor(private readonly options: VllmBackendOptions) {
+    this.completions = engineEndpoint(`${options.url}/v1/completions`);
+  }
 
   async generate(request: GenerateRequest): Promise<GenerateResult> {
     let response: EngineAnswer;
     try {
       response = await postToEngine(
-        `${this.options.url}/v1/completions`,
+        this.completions,
         jsonBodyWithIds({ model: this.options.model }, 'prompt', request.promptIds, {
           max_tokens: request.maxTokens,
           temperature: request.temperature,
@@ -72,33 +56,40 @@ export class VllmBackend implements Backend {
     let cachedTokens = 0;
     try {
       let done = false;
-      for await (const data of readSseData(response.body)) {
-        // Read on to the body's end, so the connection goes back to the pool for the next turn.
-        if (done || (done = data === '[DONE]')) continue;
-        const chunk = CompletionSchema.parse(JSON.parse(data));
-        const choice = chunk.choices[0];
-        if (choice) {
-          const newIds = (choice.logprobs?.tokens ?? []).map((token) => this.tokenId(token));
-          const raw = choice.logprobs?.token_logprobs ?? [];
-          // The gateway never invents log-probs: a missing one is the engine's error.
-          if (raw.length !== newIds.length || raw.some((v) => v === null)) {
-            throw new BackendError('engine returned token ids without matching log-probs', 502);
+      for await (const batch of readSseBatches(response.body)) {
+        for (const data of batch) {
+          // Read on to the body's end, so the connection goes back to the pool for the next turn.
+          if (done || (done = data === '[DONE]')) continue;
+          const chunk = parseCompletionChunk(JSON.parse(data));
+          const choice = chunk.choices[0];
+          if (choice) {
+            const tokens = choice.logprobs?.tokens ?? [];
+            const newIds: number[] = [];
+            for (const token of tokens) newIds.push(this.tokenId(token));
+            const raw = choice.logprobs?.token_logprobs ?? [];
+            // The gateway never invents log-probs: a missing one is the engine's error.
+            if (raw.length !== newIds.length || raw.includes(null)) {
+              throw new BackendError('engine returned token ids without matching log-probs', 502);
+            }
+            const newLogprobs = raw as number[];
+            for (let i = 0; i < newIds.length; i++) {
+              ids.push(newIds[i]!);
+              logprobs.push(newLogprobs[i]!);
+            }
+            if (newIds.length > 0) request.onTokens?.(newIds, newLogprobs);
+            if (choice.finish_reason) finishReason = finishReasonOf(choice.finish_reason);
           }
-          const newLogprobs = raw as number[];
-          ids.push(...newIds);
-          logprobs.push(...newLogprobs);
-          if (newIds.length > 0) request.onTokens?.(newIds, newLogprobs);
-          if (choice.finish_reason) finishReason = finishReasonOf(choice.finish_reason);
-        }
-        if (chunk.usage) {
-          promptTokens = chunk.usage.prompt_tokens;
-          cachedTokens = chunk.usage.prompt_tokens_details?.cached_tokens ?? 0;
+          if (chunk.usage) {
+            promptTokens = chunk.usage.prompt_tokens;
+            cachedTokens = chunk.usage.prompt_tokens_details?.cached_tokens ?? 0;
+          }
         }
       }
     } catch (error) {
       // An abort after the finish reason arrived cut nothing: the answer is complete.
       if (request.signal?.aborted) return { ids, logprobs, finishReason, promptTokens, cachedTokens, weightVersion };
       if (error instanceof BackendError) throw error;
+      if (error instanceof MalformedChunkError) throw new BackendError(`engine ${this.options.url} sent a malformed chunk: ${error.message}`, 502, { cause: error });
       throw new BackendError(`engine ${this.options.url} stream failed`, 502, { cause: error });
     }
     return { ids, logprobs, finishReason, promptTokens, cachedTokens, weightVersion };
@@ -106,13 +97,11 @@ export class VllmBackend implements Backend {
 
   /** A sampled token's id from its `token_id:<id>` label. */
   private tokenId(token: string): number {
-    const match = TOKEN_ID.exec(token);
-    if (!match) throw new BackendError(`engine ${this.options.url} named a token ${JSON.stringify(token)}, not token_id:<id> (return_tokens_as_token_ids)`, 502);
-    return Number(match[1]);
+    const id = parseTokenId(token);
+    if (id === undefined) throw new BackendError(`engine ${this.options.url} named a token ${JSON.stringify(token)}, not token_id:<id> (return_tokens_as_token_ids)`, 502);
+    return id;
   }
 }
-
-const TOKEN_ID = /^token_id:(\d{1,10})$/;
 
 function aborted(request: GenerateRequest): GenerateResult {
   return { ids: [], logprobs: [], finishReason: 'abort', promptTokens: request.promptIds.length, cachedTokens: 0 };

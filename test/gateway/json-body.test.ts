@@ -28,6 +28,27 @@ describe('jsonBodyWithIds', () => {
     }
   });
 
+  it('writes vocabulary-sized ids up to the longest of six digits as JSON.stringify does', () => {
+    const next = lcg(11);
+    const ids = [0, 9, 10, 99, 100, 99_999, 100_000, 999_999, ...Array.from({ length: 5000 }, () => next() % 1_000_000)];
+    expect(text(jsonBodyWithIds({}, 'prompt', Uint32Array.from(ids), {}))).toBe(JSON.stringify({ prompt: ids }));
+    // A longer id anywhere, the last one included, is still written exactly.
+    for (const long of [1_000_000, 2 ** 32 - 1]) {
+      const withLong = [...ids, long];
+      expect(text(jsonBodyWithIds({}, 'prompt', Uint32Array.from(withLong), {}))).toBe(JSON.stringify({ prompt: withLong }));
+    }
+  });
+
+  it('writes a view into a larger chain buffer as its own ids only', () => {
+    const chain = Uint32Array.from({ length: 300 }, (_, i) => (i * 7919) % 151_936);
+    for (const [from, to] of [[0, 0], [0, 1], [17, 300], [100, 101], [250, 260]] as const) {
+      const view = chain.subarray(from, to);
+      expect(text(jsonBodyWithIds({ rid: 'r' }, 'input_ids', view, { stream: true }))).toBe(
+        JSON.stringify({ rid: 'r', input_ids: Array.from(view), stream: true }),
+      );
+    }
+  });
+
   it('writes empty prompts and empty objects around them as JSON.stringify does', () => {
     expect(text(jsonBodyWithIds({}, 'input_ids', [], {}))).toBe(JSON.stringify({ input_ids: [] }));
     expect(text(jsonBodyWithIds({ a: 1 }, 'ids', [0], {}))).toBe(JSON.stringify({ a: 1, ids: [0] }));
