@@ -15,11 +15,15 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 9))'; then
   say "Python 3.9 or newer is required (found $("$PYTHON" --version 2>&1))"
   exit 1
 fi
-if [ -x "$VENV/bin/litellm" ] && [ "$(cat "$VENV/.agent-rollout" 2>/dev/null)" = "$LITELLM_VERSION" ]; then
+if [ "$(cat "$VENV/.agent-rollout" 2>/dev/null)" = "$LITELLM_VERSION" ] && "$VENV/bin/litellm" --version >/dev/null 2>&1; then
   say "litellm $LITELLM_VERSION already installed in $VENV"
   exit 0
 fi
-[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+# A venv records its own path in its scripts: one that was moved or copied does not run, so it is made anew.
+if ! "$VENV/bin/python" -c '' 2>/dev/null || ! "$VENV/bin/pip" --version >/dev/null 2>&1; then
+  rm -rf "$VENV"
+  "$PYTHON" -m venv "$VENV"
+fi
 say "installing litellm[proxy]==$LITELLM_VERSION into $VENV (a few minutes, once)"
 "$VENV/bin/pip" install --quiet --disable-pip-version-check "litellm[proxy]==$LITELLM_VERSION"
 printf '%s' "$LITELLM_VERSION" > "$VENV/.agent-rollout"

@@ -66,6 +66,8 @@ export function describeErrors(e: Errors): string {
 
 export interface PassResult {
   latenciesMs: number[];
+  /** `byTurn[session][turn]`: the same latencies by turn (a turn not answered is missing), to pair paths turn by turn. */
+  byTurn: number[][];
   /** From the first turn sent to the last answered. */
   seconds: number;
   turns: number;
@@ -76,8 +78,24 @@ export interface PassResult {
  * Runs every session's turns on `schedule`; `turn` sends one and returns false when the session
  * cannot go on (its failure is already counted). Latency is measured around `turn` only.
  */
+/**
+ * What `path` adds to `direct`, turn by turn: the latency differences of the turns both answered.
+ * Paired, so a slow moment of one pass is not set against a quiet moment of the other's tail.
+ */
+export function pairedDifferences(path: PassResult, direct: PassResult): number[] {
+  const out: number[] = [];
+  path.byTurn.forEach((turns, s) =>
+    turns.forEach((ms, t) => {
+      const base = direct.byTurn[s]?.[t];
+      if (base !== undefined) out.push(ms - base);
+    }),
+  );
+  return out;
+}
+
 export async function runPass(schedule: Schedule, turn: (session: number, index: number) => Promise<boolean>, errors: Errors): Promise<PassResult> {
   const latenciesMs: number[] = [];
+  const byTurn: number[][] = schedule.startMs.map(() => []);
   const started = performance.now();
   let last = started;
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -91,10 +109,11 @@ export async function runPass(schedule: Schedule, turn: (session: number, index:
         last = performance.now();
         if (!ok) return;
         latenciesMs.push(last - t0);
+        byTurn[s]![t] = last - t0;
       }
     }),
   );
-  return { latenciesMs, seconds: (last - started) / 1000, turns: latenciesMs.length, errors };
+  return { latenciesMs, byTurn, seconds: (last - started) / 1000, turns: latenciesMs.length, errors };
 }
 
 interface ChatAnswer {

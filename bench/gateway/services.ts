@@ -66,10 +66,12 @@ export async function gatewayStats(url: string, query: string): Promise<GatewayS
   return (await r.json()) as GatewayStats;
 }
 
-/** Installs LiteLLM into .tools/litellm when it is missing (scripts/install-litellm.sh). */
+/**
+ * Makes sure LiteLLM is installed in .tools/litellm and runs (scripts/install-litellm.sh: quick when
+ * it is, and it reinstalls a venv that was moved, whose scripts point at its old path).
+ */
 export function ensureLitellm(log: (line: string) => void): boolean {
-  if (existsSync(LITELLM_BIN)) return true;
-  log('LiteLLM is not installed: running scripts/install-litellm.sh (a few minutes, once)');
+  if (!existsSync(LITELLM_BIN)) log('LiteLLM is not installed: running scripts/install-litellm.sh (a few minutes, once)');
   const r = spawnSync('bash', [path.join(ROOT, 'scripts/install-litellm.sh')], { stdio: 'inherit' });
   return r.status === 0 && existsSync(LITELLM_BIN);
 }
