@@ -19,6 +19,13 @@ export interface Service {
   url: string;
 }
 
+/**
+ * The engine's KV cache, tokens: room for every session's whole context at once (256 x ~36k), so the
+ * router's KV admission (which holds calls that would evict other chains' prefixes, bench:routing
+ * measures it) never waits here and the latency added is the gateway's own.
+ */
+export const KV_CAPACITY_TOKENS = 16_000_000;
+
 /** Extra node flags for the engine process (BENCH_ENGINE_NODE_ARGS, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof-engine`). */
 const ENGINE_NODE_ARGS = (process.env.BENCH_ENGINE_NODE_ARGS ?? '').split(' ').filter(Boolean);
 
@@ -30,7 +37,7 @@ export async function startEngine(children: Children, dir: string, turns: number
   };
   const scriptFile = path.join(dir, 'script.json');
   writeFileSync(scriptFile, JSON.stringify(script));
-  const child = children.start('engine-sim', ...onCpus(cpus.rest, process.execPath, [...ENGINE_NODE_ARGS, '--import', 'tsx', path.join(ROOT, 'engine-sim/main.ts'), '--script', scriptFile, '--time-scale', '0', '--kv-capacity', '4000000']), path.join(dir, 'engine-sim.log'));
+  const child = children.start('engine-sim', ...onCpus(cpus.rest, process.execPath, [...ENGINE_NODE_ARGS, '--import', 'tsx', path.join(ROOT, 'engine-sim/main.ts'), '--script', scriptFile, '--time-scale', '0', '--kv-capacity', String(KV_CAPACITY_TOKENS)]), path.join(dir, 'engine-sim.log'));
   return { child, url: await children.waitForLine(child, /^(http\S+)\s*$/m, 120_000) };
 }
 
@@ -47,7 +54,7 @@ export async function startGateways(children: Children, dir: string, engineUrl: 
       const config = {
         dataDir: path.join(dir, 'data'),
         store: { url: path.join(dir, 'store.sqlite') },
-        engines: [{ name: 'e0', kind: 'vllm', url: engineUrl, kvCapacityTokens: 4_000_000 }],
+        engines: [{ name: 'e0', kind: 'vllm', url: engineUrl, kvCapacityTokens: KV_CAPACITY_TOKENS }],
         gateway: { host: '127.0.0.1', port: 0, adminToken: ADMIN_TOKEN, replicaId: `bench-${tag}-${i}` },
       };
       const configFile = path.join(dir, `gateway-${tag}-${i}.json`);

@@ -5,6 +5,7 @@ import { packFloat32, packInt32 } from '../codec.js';
 import { pickCandidate } from './pick-candidate.js';
 import { toBatchGroup, toBatchResult, toEpisode, toRegistration, toReport, toSession, toTurn, type BatchGroupRow, type BatchResultRow, type EpisodeRow, type RegistrationRow, type ReportRow, type SessionRow, type TurnRow } from './rows.js';
 import { LEGACY_ADDED_COLUMNS, SQLITE_MIGRATIONS } from './sqlite-migrations.js';
+import { BackgroundCheckpointer } from './sqlite-checkpointer.js';
 import { StatementCache } from './sqlite-statements.js';
 import {
   StoreConflictError,
@@ -55,6 +56,8 @@ export class SqliteStore implements Store {
 
   /** Every statement prepared once, on first use. */
   private readonly sql: StatementCache;
+  /** WAL checkpoints in a worker thread (none for an in-memory database). */
+  private checkpointer: BackgroundCheckpointer | undefined;
   // Each transaction function wrapped once: better-sqlite3 builds four wrappers per `transaction` call.
   private readonly pauseTx: Database.Transaction<() => PolicyState>;
   private readonly resumeTx: Database.Transaction<(version: number) => { applied: boolean; state: PolicyState }>;
@@ -133,7 +136,9 @@ export class SqliteStore implements Store {
     db.pragma('busy_timeout = 10000');
     db.pragma('synchronous = NORMAL');
     migrate(db);
-    return new SqliteStore(db);
+    const store = new SqliteStore(db);
+    if (file !== ':memory:') store.checkpointer = BackgroundCheckpointer.start(db, file);
+    return store;
   }
 
   /** Migration versions applied, in order. */
@@ -441,6 +446,7 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.checkpointer?.close();
     this.db.close();
   }
 }
