@@ -10,7 +10,7 @@ import { GatewayError, InvalidRequestError, UnknownSessionError } from '../sessi
 import type { GatewaySession } from '../session/session.js';
 import { runTurn, type CallsAllowed, type TurnInput, type TurnResult } from '../session/turn-runner.js';
 import { newId } from './ids.js';
-import { lowerInput, lowerTools, type LoweredTools } from './openai-responses-lower.js';
+import { lowerInput, lowerTools, presentCall, type LoweredTools } from './openai-responses-lower.js';
 import {
   messageItem,
   OutputItemStreamer,
@@ -133,6 +133,7 @@ export function registerResponses(app: FastifyInstance, deps: GatewayDeps): void
       signal: disconnectSignal(reply),
       onTokens: (ids) => sampled.push(...ids),
       calls: prepared.calls,
+      presentCall: (call) => presentCall(call, prepared.tools),
     };
     reportIgnored(reply.raw, session, ignoredReasoningOptions(request.body), deps.log);
     const endOf = (result: Exclude<TurnResult, { kind: 'aborted' }>, streamed?: StreamedIds): ResponseEnd => {
