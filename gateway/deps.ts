@@ -7,4 +7,6 @@ export interface GatewayDeps {
   turns: TurnRunnerDeps;
   /** Model name reported to clients when the request names none. */
   modelName: string;
+  /** Where request-level warnings go (options the gateway ignores). */
+  log: (line: string) => void;
 }

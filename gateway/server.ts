@@ -47,7 +47,10 @@ export interface GatewayOptions {
    */
   router?: CallRouter;
   replica?: ReplicaOptions;
-  /** Where replica events go (takeovers, unreachable replicas, failed renewals). Default `console.warn`. */
+  /**
+   * Where replica events (takeovers, unreachable replicas, failed renewals) and request options the
+   * gateway ignores (once per session) go. Default `console.warn`.
+   */
   log?: (line: string) => void;
   /** Largest request body; a larger one answers 413. Default 16 MiB (`GATEWAY_MAX_BODY_BYTES`). */
   maxBodyBytes?: number;
@@ -113,6 +116,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   const deps: GatewayDeps = {
     sessions,
     modelName: options.modelName,
+    log,
     turns: {
       codec: options.codec,
       store: options.store,

@@ -11,6 +11,7 @@ import type { ToolSpec } from './messages.js';
 export type { ChatMessage, ToolCall, ToolSpec } from './messages.js';
 export { canonicalKey, messageDigest } from './messages.js';
 export type { ParsedTurn } from './tool-parser.js';
+export { splitReasoning } from './tool-parser.js';
 export type { SyncTokenizer, TextTokenizer, TokenizerKind } from './tokenizer.js';
 
 /** Everything the gateway needs to turn messages into tokens and sampled tokens into messages. */

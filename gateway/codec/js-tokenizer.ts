@@ -15,7 +15,9 @@ export class JsTokenizer implements SyncTokenizer {
   }
 
   decode(ids: Iterable<number>): string {
-    return this.tokenizer.decode(Array.from(ids), { skip_special_tokens: false });
+    const list = Array.from(ids);
+    // The library throws on no ids; an empty answer (end-of-turn first) has none to decode.
+    return list.length === 0 ? '' : this.tokenizer.decode(list, { skip_special_tokens: false });
   }
 
   tokenId(text: string): number {

@@ -80,6 +80,8 @@ export const MessagesRequest = z.object({
   temperature: z.number().min(0).max(1).optional(),
   top_p: z.number().gt(0).max(1).optional(),
   stream: z.boolean().optional(),
+  /** Checked by `callsAllowed` (request-options.ts). */
+  tool_choice: z.unknown().optional(),
   output_config: z.object({ format: OutputFormat.optional() }).optional(),
   /** The structured-outputs beta spelling of `output_config.format`. */
   output_format: OutputFormat.optional(),

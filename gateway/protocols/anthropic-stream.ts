@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { AnthropicUsage, ContentBlockOut, StopReason } from './anthropic-output.js';
 import { newToolUseId, thinkingSignature } from './anthropic-output.js';
+import { EVENT_STREAM_HEADERS } from './sse.js';
 
 /** How long the stream may stay silent (a long prefill) before a `ping` keeps the client waiting. */
 const PING_INTERVAL_MS = 5_000;
@@ -22,11 +23,7 @@ export class AnthropicEventStream {
   private readonly ping: NodeJS.Timeout;
 
   constructor(private readonly res: ServerResponse) {
-    res.writeHead(200, {
-      'content-type': 'text/event-stream',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-    });
+    res.writeHead(200, EVENT_STREAM_HEADERS);
     this.ping = setInterval(() => {
       if (!this.wrote) this.event('ping', { type: 'ping' });
       this.wrote = false;

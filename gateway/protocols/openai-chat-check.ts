@@ -22,6 +22,7 @@ export function isPlainChatRequest(body: unknown): body is ChatCompletionRequest
     nullish(body.top_p, (v) => typeof v === 'number' && v > 0 && v <= 1) &&
     nullish(body.n, (v) => v === 1) &&
     nullish(body.stream, isBoolean) &&
+    nullish(body.parallel_tool_calls, isBoolean) &&
     nullish(body.stream_options, (v) => isRecord(v) && optional(v.include_usage, isBoolean))
   );
 }

@@ -5,9 +5,10 @@ import { streamSplitter } from '../codec/index.js';
 import { newId } from './ids.js';
 import { isPlainChatRequest } from './openai-chat-check.js';
 import { openEventStream } from './sse.js';
+import { callsAllowed, ignoredReasoningOptions, reportIgnored } from './request-options.js';
 import { disconnectSignal, sessionKeyOf } from '../auth.js';
 import { GatewayError, InvalidRequestError, UnknownSessionError } from '../session/errors.js';
-import type { AssistantMessage, TurnResult } from '../session/turn-runner.js';
+import type { AssistantMessage, CallsAllowed, TurnResult } from '../session/turn-runner.js';
 import { runTurn } from '../session/turn-runner.js';
 import { TURN_HEADER, turnPositionOf } from '../session/replay.js';
 import type { GatewayDeps } from '../deps.js';
@@ -50,6 +51,7 @@ export const ChatCompletionRequest = z
     messages: z.array(MessageIn).min(1).max(REQUEST_LIMITS.maxMessages),
     tools: z.array(ToolIn).max(REQUEST_LIMITS.maxTools).optional(),
     tool_choice: z.unknown().optional(),
+    parallel_tool_calls: z.boolean().nullish(),
     max_tokens: z.number().int().positive().nullish(),
     max_completion_tokens: z.number().int().positive().nullish(),
     temperature: z.number().min(0).max(2).nullish(),
@@ -142,9 +144,11 @@ export function registerChatCompletions(app: FastifyInstance, deps: GatewayDeps)
     if (!key) return openAiError(reply, new UnknownSessionError());
     let lowered: ReturnType<typeof lowerChatRequest>;
     let session;
+    let calls: CallsAllowed;
     try {
       session = await deps.sessions.get(key);
       lowered = lowerChatRequest(body);
+      calls = callsAllowed(body.tool_choice, body.parallel_tool_calls);
     } catch (error) {
       if (error instanceof GatewayError) return openAiError(reply, error);
       throw error;
@@ -160,7 +164,9 @@ export function registerChatCompletions(app: FastifyInstance, deps: GatewayDeps)
       topP: body.top_p ?? undefined,
       signal,
       turnPosition: turnPositionOf(request.headers[TURN_HEADER]),
+      calls,
     };
+    reportIgnored(reply.raw, session, ignoredReasoningOptions(body), deps.log);
 
     if (!body.stream) {
       const result = await runTurn(deps.turns, session, turn);
@@ -190,6 +196,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: GatewayDeps)
       res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`);
     send({ role: 'assistant', content: '' });
     const splitter = streamSplitter(deps.turns.codec);
+    let sentContent = '';
     try {
       const result = await runTurn(deps.turns, session, {
         ...turn,
@@ -197,11 +204,15 @@ export function registerChatCompletions(app: FastifyInstance, deps: GatewayDeps)
           const d = splitter.push(ids);
           if (d.reasoning) send({ reasoning_content: d.reasoning });
           if (d.content) send({ content: d.content });
+          sentContent += d.content;
         },
       });
       if (result.kind === 'aborted') return;
       if (result.kind === 'budget') send({ content: budgetMessage(result) }, 'length');
       else {
+        // Call text presented as content (no tools, `tool_choice: "none"`) was held back as a call.
+        const { content } = result.reply;
+        if (content.length > sentContent.length && content.startsWith(sentContent)) send({ content: content.slice(sentContent.length) });
         const calls = toolCallsOut(result.reply) ?? [];
         calls.forEach((c, index) => send({ tool_calls: [{ index, ...c }] }));
         send({}, result.finishReason);

@@ -69,6 +69,18 @@ export function lowerTools(tools: ToolIn[] | null | undefined): LoweredTools {
   return { specs: specs.length > 0 ? specs : undefined, byPromptName };
 }
 
+/**
+ * A sampled call in the form the client echoes it back: a custom tool's call carries one text
+ * `input`, so a call the model wrote with other keys becomes `{input: <its arguments as JSON>}`,
+ * the text the client gets. The reply is stored in this form, so the echo continues the chain.
+ */
+export function presentCall(call: ToolCall, tools: LoweredTools): ToolCall {
+  if (tools.byPromptName.get(call.name)?.kind !== 'custom') return call;
+  const input = call.arguments[CUSTOM_INPUT];
+  if (typeof input === 'string' && Object.keys(call.arguments).length === 1) return call;
+  return { name: call.name, arguments: { [CUSTOM_INPUT]: JSON.stringify(call.arguments) } };
+}
+
 /** The prompt name of a call the client echoes: with its namespace, or found among the namespaced tools. */
 function promptNameOf(tools: LoweredTools, name: string, namespace: string | null | undefined): string {
   if (namespace) return `${namespace}${NAMESPACE_SEPARATOR}${name}`;

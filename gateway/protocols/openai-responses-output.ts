@@ -66,8 +66,8 @@ function callItem(call: ToolCall, tools: LoweredTools): FunctionCallOut | Custom
   const tool = tools.byPromptName.get(call.name);
   const callId = newId('call_');
   if (tool?.kind === 'custom') {
+    // Presented calls (presentCall) hold the text as `input`; a reply stored before may not.
     const input = call.arguments[CUSTOM_INPUT];
-    // The model may wrap the text differently; the client still gets everything it wrote.
     const text = typeof input === 'string' ? input : JSON.stringify(call.arguments);
     return { id: newId('ctc_'), type: 'custom_tool_call', status: 'completed', call_id: callId, name: tool.name, input: text };
   }

@@ -3,13 +3,14 @@ import { z } from 'zod';
 import type { ChatMessage, TextTokenizer } from '../codec/index.js';
 import { streamSplitter } from '../codec/index.js';
 import { openEventStream } from './sse.js';
+import { callsAllowed, ignoredReasoningOptions, reportIgnored } from './request-options.js';
 import { disconnectSignal, sessionKeyOf } from '../auth.js';
 import type { GatewayDeps } from '../deps.js';
 import { GatewayError, InvalidRequestError, UnknownSessionError } from '../session/errors.js';
 import type { GatewaySession } from '../session/session.js';
-import { runTurn, type TurnInput, type TurnResult } from '../session/turn-runner.js';
+import { runTurn, type CallsAllowed, type TurnInput, type TurnResult } from '../session/turn-runner.js';
 import { newId } from './ids.js';
-import { lowerInput, lowerTools, type LoweredTools } from './openai-responses-lower.js';
+import { lowerInput, lowerTools, presentCall, type LoweredTools } from './openai-responses-lower.js';
 import {
   messageItem,
   OutputItemStreamer,
@@ -43,6 +44,7 @@ interface PreparedRequest {
   items: InputItem[];
   tools: LoweredTools;
   messages: ChatMessage[];
+  calls: CallsAllowed;
 }
 
 async function prepare(deps: GatewayDeps, session: GatewaySession, body: ResponsesRequest): Promise<PreparedRequest> {
@@ -53,10 +55,11 @@ async function prepare(deps: GatewayDeps, session: GatewaySession, body: Respons
     const earlier = StoredItems.parse([...(JSON.parse(stored.inputJson) as unknown[]), ...(JSON.parse(stored.outputJson) as unknown[])]);
     items = [...earlier, ...body.input];
   }
+  const calls = callsAllowed(body.tool_choice, body.parallel_tool_calls);
   const tools = lowerTools(body.tools);
   const messages = lowerInput(body.instructions, items, tools);
   if (messages.length === 0) throw new InvalidRequestError('input has no messages');
-  return { items, tools, messages };
+  return { items, tools, messages, calls };
 }
 
 function budgetMessage(result: Extract<TurnResult, { kind: 'budget' }>): string {
@@ -129,7 +132,10 @@ export function registerResponses(app: FastifyInstance, deps: GatewayDeps): void
       topP: body.top_p ?? undefined,
       signal: disconnectSignal(reply),
       onTokens: (ids) => sampled.push(...ids),
+      calls: prepared.calls,
+      presentCall: (call) => presentCall(call, prepared.tools),
     };
+    reportIgnored(reply.raw, session, ignoredReasoningOptions(request.body), deps.log);
     const endOf = (result: Exclude<TurnResult, { kind: 'aborted' }>, streamed?: StreamedIds): ResponseEnd => {
       if (result.kind === 'budget') {
         return {

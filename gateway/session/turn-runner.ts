@@ -1,4 +1,4 @@
-import { messageDigest, type ChatMessage, type Codec, type ParsedTurn, type ToolSpec } from '../codec/index.js';
+import { messageDigest, splitReasoning, type ChatMessage, type Codec, type ParsedTurn, type ToolCall, type ToolSpec } from '../codec/index.js';
 import { StoreConflictError, type Store } from '../../trajectory/index.js';
 import { isTimeout } from '../../scheduler/probe.js';
 import { routeChainId, type CallRouter, type RouteCall } from '../../scheduler/router.js';
@@ -24,7 +24,17 @@ export interface TurnInput {
   onPrompt?: (promptTokens: number) => void;
   /** The chain position the client asks for (`TURN_HEADER`): a repeat of a committed turn is answered from it. */
   turnPosition?: number;
+  /** Which sampled calls the reply presents (the request's `tool_choice`, parallel calls). Default `all`. */
+  calls?: CallsAllowed;
+  /** A protocol's form of a presented call (a custom tool's text argument). Default: the call as parsed. */
+  presentCall?: (call: ToolCall) => ToolCall;
 }
+
+/**
+ * `all`: every sampled call; `first`: only the first (parallel calls off); `none`: no call, the
+ * model's call text stays in the content as it was sampled.
+ */
+export type CallsAllowed = 'all' | 'first' | 'none';
 
 export interface TurnUsage {
   promptTokens: number;
@@ -184,6 +194,21 @@ function repeatedTurn(chain: Chain, input: TurnInput): TurnResult {
 }
 
 /**
+ * The sampled turn as the client gets it, which is also the reply the chain stores and matches the
+ * next request's history against (gateway spec, "Chains"): the client echoes what it was given.
+ * The sampled tokens are kept whatever is presented. A request without tools gets no call either.
+ */
+function presentTurn(codec: Codec, text: string, input: TurnInput): ParsedTurn {
+  if (input.calls === 'none' || !input.tools || input.tools.length === 0) {
+    const { reasoning, rest } = splitReasoning(text);
+    return { reasoning, content: rest.trim(), toolCalls: [], invalidToolCalls: 0 };
+  }
+  const parsed = codec.parseTurn(text, input.tools);
+  const calls = input.calls === 'first' ? parsed.toolCalls.slice(0, 1) : parsed.toolCalls;
+  return { ...parsed, toolCalls: input.presentCall ? calls.map(input.presentCall) : calls };
+}
+
+/**
  * Runs one model call against a session: plan the chain, encode only what is new, generate with
  * token ids, and commit the turn (store first, then memory) — or leave everything as it was when
  * the generation is aborted or fails.
@@ -233,7 +258,7 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
     if (result.finishReason === 'abort') return { kind: 'aborted' };
 
     const sampledText = result.ids[result.ids.length - 1] === encoder.endOfTurnId ? result.ids.slice(0, -1) : result.ids;
-    const parsed = deps.codec.parseTurn(tokenizer.decode(sampledText), input.tools);
+    const parsed = presentTurn(deps.codec, tokenizer.decode(sampledText), input);
     const reply: AssistantMessage = { role: 'assistant', content: parsed.content };
     if (parsed.reasoning !== undefined) reply.reasoning_content = parsed.reasoning;
     if (parsed.toolCalls.length > 0) reply.tool_calls = parsed.toolCalls;

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import { buildGateway, type EngineInstance, type GatewayOptions } from '../../gateway/server.js';
 import { SqliteStore, type Store, type SessionInfo } from '../../trajectory/index.js';
+import type { Codec } from '../../gateway/codec/index.js';
 import { testCodec } from './stack.js';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token';
@@ -63,9 +64,10 @@ export async function startTestGateway(
   engines: EngineInstance[],
   router?: GatewayOptions['router'],
   replica: GatewayOptions['replica'] = {},
+  codec?: Codec,
 ): Promise<{ gateway: FastifyInstance; url: string }> {
   const gateway = await buildGateway({
-    codec: await testCodec(),
+    codec: codec ?? (await testCodec()),
     store,
     engines,
     modelName: 'Qwen/Qwen3-8B',
