@@ -1,4 +1,4 @@
-import type { ChatMessage } from '../codec/index.js';
+import { messageDigest, type ChatMessage } from '../codec/index.js';
 import type { Chain } from './chain.js';
 
 /** How a request attaches to a session's chains (gateway spec, "Token-level behaviour"). */
@@ -11,6 +11,15 @@ function isPrefix(prefix: readonly string[], of: readonly string[], length = pre
   if (length > of.length) return false;
   for (let i = 0; i < length; i++) if (prefix[i] !== of[i]) return false;
   return true;
+}
+
+/**
+ * Whether `message` is the user message digested as `key` (of `length` characters) with more text
+ * appended: the client merged a new user message into it.
+ */
+function extendsUserMessage(message: ChatMessage | undefined, key: string | undefined, length: number | undefined): boolean {
+  if (message?.role !== 'user' || length === undefined || message.content.length <= length) return false;
+  return messageDigest({ role: 'user', content: message.content.slice(0, length) }) === key;
 }
 
 /**
@@ -38,7 +47,14 @@ export function planRequest(chains: readonly Chain[], messages: ChatMessage[], k
     const last = chain.turns[chain.turns.length - 1];
     if (!last || chain.turns.length < 2) continue;
     const withoutReply = chain.keys.length - 1;
-    if (isPrefix(chain.keys, keys, withoutReply) && keys[withoutReply] !== chain.keys[withoutReply]) {
+    const lastAppended = withoutReply - 1;
+    const rewritten = isPrefix(chain.keys, keys, withoutReply) && keys[withoutReply] !== chain.keys[withoutReply];
+    const merged =
+      !rewritten &&
+      lastAppended >= last.historyBefore &&
+      isPrefix(chain.keys, keys, lastAppended) &&
+      extendsUserMessage(messages[lastAppended], chain.keys[lastAppended], last.lastUserLength);
+    if (rewritten || merged) {
       return {
         kind: 'rollback',
         chain,
