@@ -23,13 +23,16 @@ function extendsUserMessage(message: ChatMessage | undefined, key: string | unde
 }
 
 /**
- * Picks the chain a request continues: the longest chain whose history is a prefix of the request;
+ * Picks the chain a request continues: the longest chain whose history is a prefix of the request
+ * (the newest of equals);
  * else a chain whose history up to, not including, its last reply is a prefix (the client rewrote
  * or dropped that reply, or retried the call): roll that turn back, unless it is the chain's first
  * turn; else a new chain (sub-agents, title requests, compaction, changed tools).
  */
 export function planRequest(chains: readonly Chain[], messages: ChatMessage[], keys: string[], toolsKey: string): ChainPlan {
   const candidates = chains.filter((c) => c.toolsKey === toolsKey && c.turns.length > 0);
+  // Newest first: of identical siblings (samples, retried first calls) the agent saw the last one.
+  candidates.reverse();
   let best: Chain | undefined;
   for (const chain of candidates) {
     if (isPrefix(chain.keys, keys) && (!best || chain.keys.length > best.keys.length)) best = chain;
