@@ -82,7 +82,10 @@ export class Chain {
   }
 }
 
-/** Tool sets compare by content; a changed tool set starts a new chain. */
+/**
+ * Tool sets compare by everything the template renders of them (a description too): a changed tool
+ * set starts a new chain, since the stored tokens hold the old tool header.
+ */
 export function toolsKeyOf(tools: ToolSpec[] | undefined): string {
-  return JSON.stringify((tools ?? []).map((t) => [t.function.name, t.function.parameters ?? null]));
+  return JSON.stringify((tools ?? []).map((t) => [t.function.name, t.function.description ?? null, t.function.parameters ?? null]));
 }
