@@ -14,6 +14,11 @@ export interface ChainTurn {
   finishReason: TurnFinishReason;
   /** Tool calls of its reply, taken back from the session's count when the turn is rolled back. */
   toolCalls: number;
+  /**
+   * Content length of its last appended message when that is a user message: a client that merges
+   * a new user message into it (Anthropic joins consecutive user content) re-sends it extended.
+   */
+  lastUserLength: number | undefined;
 }
 
 export type TurnFinishReason = 'stop' | 'tool_calls' | 'length';
@@ -62,6 +67,7 @@ export class Chain {
     for (const key of turn.appendedKeys ?? turn.appended.map(messageDigest)) this.keys.push(key);
     this.keys.push(messageDigest(turn.reply));
     this.lastReply = turn.reply;
+    const lastAppended = turn.appended[turn.appended.length - 1];
     const committed = {
       seq: this.nextSeq++,
       start: turn.baseTokens,
@@ -69,13 +75,17 @@ export class Chain {
       sampledFrom: turn.baseTokens + turn.delta.length,
       finishReason: turn.finishReason,
       toolCalls: turn.reply.tool_calls?.length ?? 0,
+      lastUserLength: lastAppended?.role === 'user' ? lastAppended.content.length : undefined,
     };
     this.turns.push(committed);
     return committed;
   }
 }
 
-/** Tool sets compare by content; a changed tool set starts a new chain. */
+/**
+ * Tool sets compare by everything the template renders of them (a description too): a changed tool
+ * set starts a new chain, since the stored tokens hold the old tool header.
+ */
 export function toolsKeyOf(tools: ToolSpec[] | undefined): string {
-  return JSON.stringify((tools ?? []).map((t) => [t.function.name, t.function.parameters ?? null]));
+  return JSON.stringify((tools ?? []).map((t) => [t.function.name, t.function.description ?? null, t.function.parameters ?? null]));
 }

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
 import type { Store } from '../../trajectory/index.js';
-import { openTestSession, sessionInfo, startTestGateway, tempStore } from '../helpers/gateway.js';
+import { closeTestSession, openTestSession, sessionInfo, startTestGateway, tempStore } from '../helpers/gateway.js';
 import { testCodec, testEngineTokenizer } from '../helpers/stack.js';
 
 const BILLING = 'x-anthropic-billing-header: cc_version=2.1.0.abc; cc_entrypoint=cli; cch=';
@@ -220,6 +220,35 @@ describe('gateway: Anthropic Messages', () => {
         b!.sampled.length +
         c!.promptDelta.length,
     );
+  });
+
+  it('rolls back a last turn whose user message the next request extends with a merged one', async () => {
+    const key = await openSession('a-merged');
+    const r1 = await messages(key, { ...base, messages: [firstUser] });
+    const call = r1.json.content.find((b: any) => b.type === 'tool_use');
+    const u2 = { role: 'user', content: [...(toolResult(call.id, 'gadget.py') as any).content, { type: 'text', text: 'Keep it short.' }] };
+    const history = [firstUser, echo(r1.json.content), u2];
+    expect((await messages(key, { ...base, messages: history })).status).toBe(200);
+    // The client dropped A2 and sent U3: Anthropic merges U2 and U3 into one user turn.
+    const r3 = await messages(key, { ...base, messages: [...history, { role: 'user', content: 'Also add a test.' }] });
+    expect(r3.status).toBe(200);
+    const turns = await store.loadTurns('a-merged');
+    expect(turns.map((t) => [t.chainIndex, t.rolledBack])).toEqual([
+      [0, false],
+      [0, true],
+      [0, false],
+    ]);
+    // Turn 3 prompts with turn 1's tokens and the merged user turn, rendered once.
+    const [a, , c] = turns;
+    const codec = await testCodec();
+    expect(codec.tokenizer.decode(c!.promptDelta)).toBe(
+      '\n<|im_start|>user\n<tool_response>\ngadget.py\n</tool_response><|im_end|>\n' +
+        '<|im_start|>user\nKeep it short.\n\nAlso add a test.<|im_end|>\n<|im_start|>assistant\n',
+    );
+    expect(r3.json.usage.input_tokens + r3.json.usage.cache_read_input_tokens).toBe(
+      a!.promptDelta.length + a!.sampled.length + c!.promptDelta.length,
+    );
+    expect(await closeTestSession(url, 'a-merged')).toMatchObject({ turns: 2, rollbacks: 1, rolledBackTokens: turns[1]!.sampled.length });
   });
 
   it('streams a complete, well-formed event sequence', async () => {

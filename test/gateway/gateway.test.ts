@@ -95,6 +95,31 @@ describe('gateway: OpenAI Chat Completions with token-in-token-out chains', () =
     expect(await closeTestSession(url, 's-chain')).toMatchObject({ turns: 2, rollbacks: 1, rolledBackTokens: turns[1]!.sampled.length });
   });
 
+  it('continues the newest of identical sibling chains', async () => {
+    const key = await openSession('s-siblings');
+    const answers = [];
+    // The same first call three times (samples or retries): a chain each.
+    for (let i = 0; i < 3; i++) answers.push((await chat(key, { messages: first, tools })).json.choices[0].message);
+    expect(new Set(answers.map((a) => JSON.stringify(a.tool_calls.map((c: any) => c.function))))).toHaveProperty('size', 1);
+    const a1 = answers[2];
+    await chat(key, { messages: [...first, a1, { role: 'tool', tool_call_id: a1.tool_calls[0].id, content: 'widget.py' }], tools });
+    const turns = await store.loadTurns('s-siblings');
+    expect(turns.map((t) => [t.chainIndex, t.rolledBack])).toEqual([[0, false], [1, false], [2, false], [2, false]]);
+  });
+
+  it('starts a new chain, rendered with the new text, when only a tool description changes', async () => {
+    const key = await openSession('s-tool-text');
+    const described = (description: string) => [{ ...tools[0]!, function: { ...tools[0]!.function, description } }];
+    const a1 = (await chat(key, { messages: first, tools: described('Run a command.') })).json.choices[0].message;
+    const next = [...first, a1, { role: 'tool', tool_call_id: a1.tool_calls[0].id, content: 'widget.py' }];
+    expect((await chat(key, { messages: next, tools: described('Run a shell command in the repository.') })).status).toBe(200);
+    const turns = await store.loadTurns('s-tool-text');
+    expect(turns.map((t) => [t.chainIndex, t.rolledBack])).toEqual([[0, false], [1, false]]);
+    const codec = await testCodec();
+    expect(codec.tokenizer.decode(turns[0]!.promptDelta)).toContain('"description": "Run a command."');
+    expect(codec.tokenizer.decode(turns[1]!.promptDelta)).toContain('"description": "Run a shell command in the repository."');
+  });
+
   it('starts a new chain for a different conversation in the same session', async () => {
     const key = await openSession('s-chains');
     await chat(key, { messages: first, tools });
