@@ -3,7 +3,13 @@ import type { SyncTokenizer } from '../../gateway/codec/tokenizer.js';
 import { PolicyScriptSchema, pythonJson, renderTurn } from '../../engine-sim/index.js';
 import { ScriptedPolicy } from '../../engine-sim/script.js';
 import { createRng } from '../../engine-sim/prng.js';
-import { SCRIPT, firstPrompt, loadTokenizer } from './helpers.js';
+import {
+  SCRIPT,
+  SYSTEM,
+  TASK,
+  firstPrompt,
+  loadTokenizer,
+} from './helpers.js';
 
 let tk: SyncTokenizer;
 beforeAll(async () => {
@@ -48,23 +54,38 @@ describe('scripted policy', () => {
     expect(() => PolicyScriptSchema.parse({ wanderProbability: 2 })).toThrow();
   });
 
-  it('matches the task in the first user message only', () => {
+  it('finds the task in any user message, then in system turns, never in a tool result', () => {
     const policy = new ScriptedPolicy(
       PolicyScriptSchema.parse({ ...SCRIPT, wanderProbability: 0 }),
       tk,
     );
-    const inSystem = firstPrompt(tk, 'something else', 'Fix the failing test in calc.py');
-    expect(policy.respond(inSystem, createRng(1))).toMatchObject({
-      taskId: null,
-      branch: null,
-      turn: 0,
-    });
-    const inUser = firstPrompt(tk, 'Please: Fix the failing test in calc.py');
-    expect(policy.respond(inUser, createRng(1))).toMatchObject({
-      taskId: 'fix-bug',
-      branch: 'solve',
-      turn: 0,
-    });
+    const taskOf = (text: string) => policy.respond(tk.encode(text), createRng(1)).taskId;
+    // Codex opens with its environment; the task is the second user message.
+    expect(
+      taskOf(
+        `<|im_start|>system\n${SYSTEM}<|im_end|>\n<|im_start|>user\n<environment_context>\n  <cwd>/work</cwd>\n</environment_context><|im_end|>\n<|im_start|>user\n${TASK}<|im_end|>\n<|im_start|>assistant\n`,
+      ),
+    ).toBe('fix-bug');
+    // No user message holds it: the system turn is searched.
+    expect(taskOf(tk.decode(firstPrompt(tk, 'something else', TASK)))).toBe('fix-bug');
+    // A command's output quoting the task is not the task.
+    expect(
+      taskOf(
+        `<|im_start|>system\n${SYSTEM}<|im_end|>\n<|im_start|>user\nsomething else<|im_end|>\n<|im_start|>assistant\nok<|im_end|>\n<|im_start|>user\n<tool_response>\n${TASK}\n</tool_response><|im_end|>\n<|im_start|>assistant\n`,
+      ),
+    ).toBeNull();
+    expect(taskOf(tk.decode(firstPrompt(tk, 'something else')))).toBeNull();
+  });
+
+  it('takes a task in a user message over one in the system turn, the first message first', () => {
+    const other = { taskId: 'other', match: 'Rename the module', solve: [{ thought: 'x' }] };
+    const policy = new ScriptedPolicy(
+      PolicyScriptSchema.parse({ ...SCRIPT, tasks: [other, ...SCRIPT.tasks!] }),
+      tk,
+    );
+    const taskOf = (prompt: number[]) => policy.respond(prompt, createRng(1)).taskId;
+    expect(taskOf(firstPrompt(tk, TASK, 'Rename the module'))).toBe('fix-bug');
+    expect(taskOf(firstPrompt(tk, `${TASK}; Rename the module`))).toBe('other');
   });
 
   it('gives a fixed answer, before any task, to a prompt that holds all its strings', () => {
