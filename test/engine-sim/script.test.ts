@@ -4,6 +4,9 @@ import { PolicyScriptSchema, pythonJson, renderTurn } from '../../engine-sim/ind
 import { ScriptedPolicy } from '../../engine-sim/script.js';
 import { createRng } from '../../engine-sim/prng.js';
 import {
+  CODEX_SHELL,
+  EXEC_COMMAND,
+  GENERIC_SCRIPT,
   SCRIPT,
   SYSTEM,
   TASK,
@@ -86,6 +89,24 @@ describe('scripted policy', () => {
     const taskOf = (prompt: number[]) => policy.respond(prompt, createRng(1)).taskId;
     expect(taskOf(firstPrompt(tk, TASK, 'Rename the module'))).toBe('fix-bug');
     expect(taskOf(firstPrompt(tk, `${TASK}; Rename the module`))).toBe('other');
+  });
+
+  it('calls a Codex exec_command with `cmd` and a Codex shell with an argv', () => {
+    const policy = new ScriptedPolicy(PolicyScriptSchema.parse(GENERIC_SCRIPT), tk);
+    const codex = (tool: object) =>
+      `You are Codex.\n\n# Tools\n\n<tools>\n${JSON.stringify(tool)}\n</tools>`;
+    const call = (system: string) => {
+      const text = tk.decode(policy.respond(firstPrompt(tk, TASK, system), createRng(1)).tokenIds);
+      return JSON.parse(/<tool_call>\n(.*)\n<\/tool_call>/.exec(text)![1]!) as unknown;
+    };
+    expect(call(codex(EXEC_COMMAND))).toEqual({
+      name: 'exec_command',
+      arguments: { cmd: 'ls -la' },
+    });
+    expect(call(codex(CODEX_SHELL))).toEqual({
+      name: 'shell',
+      arguments: { command: ['bash', '-lc', 'ls -la'] },
+    });
   });
 
   it('gives a fixed answer, before any task, to a prompt that holds all its strings', () => {
