@@ -27,8 +27,9 @@ export const TaskScriptSchema = z.object({
   taskId: z.string().min(1),
   /**
    * Selects the task: must occur in one of the prompt's user messages (tool results aside), or
-   * failing that in a system turn. Agents open with context of their own (Codex's
-   * `<environment_context>`, a system reminder), so the task need not be in the first message.
+   * failing that in a system turn; in a request that declares no tools, in its first user message.
+   * Agents open with context of their own (Codex's `<environment_context>`, a system reminder), so
+   * the task need not be in the first message.
    */
   match: z.string().min(1),
   solve: z.array(ScriptedTurnSchema),
@@ -166,7 +167,8 @@ export class ScriptedPolicy {
         turn: shape.assistantTurns,
       };
     }
-    const found = this.findTask(shape);
+    const tools = parseDeclaredTools(shape.system ?? '');
+    const found = this.findTask(shape, tools !== null);
     const task = found?.task;
     const k = shape.assistantTurns;
     let branch: Branch | null = null;
@@ -179,9 +181,8 @@ export class ScriptedPolicy {
             : 'solve'
           : branchOf(task, shape.firstAssistant);
       // Into the tools this agent declared, so that it runs what the script means.
-      const system = shape.system ?? '';
       turn = adaptTurn(task[branch][k] ?? FALLBACK_TURN, {
-        tools: parseDeclaredTools(system),
+        tools,
         instructions: found!.instructions,
       });
     }
@@ -197,18 +198,24 @@ export class ScriptedPolicy {
   /**
    * The task of a prompt: the first message holding some task's `match` decides, user messages
    * in order first, then system turns; within that message the first task in script order wins.
-   * Tool results are never searched (a command's output may quote another task). `instructions`
-   * is what the agent was told up to there: the opening system turn and the user messages read.
+   * Tool results are never searched (a command's output may quote another task). A request that
+   * declares no tools is searched in its first user message only: besides a bare prompt, it is a
+   * side request (a title, a summary, a judgement) that quotes the conversation after its own
+   * instruction. `instructions` is what the agent was told up to the task: the opening system turn
+   * and the user messages read.
    */
-  private findTask(shape: PromptShape): { task: TaskScript; instructions: string } | undefined {
+  private findTask(
+    shape: PromptShape,
+    hasTools: boolean,
+  ): { task: TaskScript; instructions: string } | undefined {
     const matching = (text: string) => this.script.tasks.find((t) => text.includes(t.match));
     const read: string[] = [shape.system ?? ''];
-    for (const user of shape.users) {
+    for (const user of hasTools ? shape.users : shape.users.slice(0, 1)) {
       read.push(user());
       const task = matching(read.at(-1)!);
       if (task) return { task, instructions: read.join('\n') };
     }
-    for (const system of shape.systems) {
+    for (const system of hasTools ? shape.systems : []) {
       const task = matching(system());
       if (task) return { task, instructions: read.join('\n') };
     }

@@ -63,21 +63,26 @@ describe('scripted policy', () => {
       tk,
     );
     const taskOf = (text: string) => policy.respond(tk.encode(text), createRng(1)).taskId;
+    const agent = `${SYSTEM}\n\n<tools>\n${JSON.stringify(EXEC_COMMAND)}\n</tools>`;
     // Codex opens with its environment; the task is the second user message.
-    expect(
-      taskOf(
-        `<|im_start|>system\n${SYSTEM}<|im_end|>\n<|im_start|>user\n<environment_context>\n  <cwd>/work</cwd>\n</environment_context><|im_end|>\n<|im_start|>user\n${TASK}<|im_end|>\n<|im_start|>assistant\n`,
-      ),
-    ).toBe('fix-bug');
+    const codex = (system: string) =>
+      `<|im_start|>system\n${system}<|im_end|>\n<|im_start|>user\n<environment_context>\n  <cwd>/work</cwd>\n</environment_context><|im_end|>\n<|im_start|>user\n${TASK}<|im_end|>\n<|im_start|>assistant\n`;
+    expect(taskOf(codex(agent))).toBe('fix-bug');
     // No user message holds it: the system turn is searched.
-    expect(taskOf(tk.decode(firstPrompt(tk, 'something else', TASK)))).toBe('fix-bug');
+    expect(taskOf(tk.decode(firstPrompt(tk, 'something else', `${TASK}\n${agent}`)))).toBe(
+      'fix-bug',
+    );
     // A command's output quoting the task is not the task.
     expect(
       taskOf(
-        `<|im_start|>system\n${SYSTEM}<|im_end|>\n<|im_start|>user\nsomething else<|im_end|>\n<|im_start|>assistant\nok<|im_end|>\n<|im_start|>user\n<tool_response>\n${TASK}\n</tool_response><|im_end|>\n<|im_start|>assistant\n`,
+        `<|im_start|>system\n${agent}<|im_end|>\n<|im_start|>user\nsomething else<|im_end|>\n<|im_start|>assistant\nok<|im_end|>\n<|im_start|>user\n<tool_response>\n${TASK}\n</tool_response><|im_end|>\n<|im_start|>assistant\n`,
       ),
     ).toBeNull();
-    expect(taskOf(tk.decode(firstPrompt(tk, 'something else')))).toBeNull();
+    // Without tools, a request quoting the task after its own instruction (a title request) is
+    // searched in its first user message only.
+    expect(taskOf(codex('Generate a title for this conversation.'))).toBeNull();
+    expect(taskOf(tk.decode(firstPrompt(tk, 'something else', TASK)))).toBeNull();
+    expect(taskOf(tk.decode(firstPrompt(tk, TASK)))).toBe('fix-bug');
   });
 
   it('takes a task in a user message over one in the system turn, the first message first', () => {
@@ -87,7 +92,9 @@ describe('scripted policy', () => {
       tk,
     );
     const taskOf = (prompt: number[]) => policy.respond(prompt, createRng(1)).taskId;
-    expect(taskOf(firstPrompt(tk, TASK, 'Rename the module'))).toBe('fix-bug');
+    const agent = `Rename the module\n\n<tools>\n${JSON.stringify(EXEC_COMMAND)}\n</tools>`;
+    expect(taskOf(firstPrompt(tk, TASK, agent))).toBe('fix-bug');
+    expect(taskOf(firstPrompt(tk, 'something else', agent))).toBe('other');
     expect(taskOf(firstPrompt(tk, `${TASK}; Rename the module`))).toBe('other');
   });
 
