@@ -6,8 +6,9 @@ import { adaptTurn, parseDeclaredTools } from './tool-mapping.js';
 
 /**
  * The scripted policy: what the simulated model "answers". A task is recognised by a string in
- * the first user message; each episode of it follows one of two branches (solving the task or
- * wandering), one scripted assistant turn per model call, written in Qwen3's native format.
+ * the conversation (see `ScriptedPolicy.findTask`); each episode of it follows one of two branches
+ * (solving the task or wandering), one scripted assistant turn per model call, written in Qwen3's
+ * native format.
  */
 
 export const ScriptedTurnSchema = z.object({
@@ -24,7 +25,12 @@ export const ScriptedTurnSchema = z.object({
 
 export const TaskScriptSchema = z.object({
   taskId: z.string().min(1),
-  /** Selects the task: must occur in the prompt's first user message. */
+  /**
+   * Selects the task: must occur in one of the prompt's user messages (tool results aside), or
+   * failing that in a system turn; in a request that declares no tools, in its first user message.
+   * Agents open with context of their own (Codex's `<environment_context>`, a system reminder), so
+   * the task need not be in the first message.
+   */
   match: z.string().min(1),
   solve: z.array(ScriptedTurnSchema),
   /** Default: no wander turns, so a wandering episode answers "Done." at once. */
@@ -116,7 +122,10 @@ export interface PolicyTurn {
 interface PromptShape {
   /** The opening system turn (where the template lists the tools), if any. */
   system: string | null;
-  firstUser: string | null;
+  /** The user messages, tool results left out, in order; each decoded when first read. */
+  users: (() => string)[];
+  /** Every system turn (a developer message renders as one), in order; decoded when read. */
+  systems: (() => string)[];
   firstAssistant: string | null;
   /** Completed assistant turns. */
   assistantTurns: number;
@@ -144,7 +153,7 @@ export class ScriptedPolicy {
   /** Chooses and tokenizes the next assistant turn for a prompt; `rng` draws the branch. */
   respond(promptIds: readonly number[], rng: Rng): PolicyTurn {
     const shape = this.shape(promptIds);
-    const opening = `${shape.system ?? ''}\n${shape.firstUser ?? ''}`;
+    const opening = `${shape.system ?? ''}\n${shape.users[0]?.() ?? ''}`;
     const fixed = this.script.answers.find((a) => a.when.every((w) => opening.includes(w)));
     if (fixed) {
       const text = continuation(
@@ -158,10 +167,9 @@ export class ScriptedPolicy {
         turn: shape.assistantTurns,
       };
     }
-    const task =
-      shape.firstUser === null
-        ? undefined
-        : this.script.tasks.find((t) => shape.firstUser!.includes(t.match));
+    const tools = parseDeclaredTools(shape.system ?? '');
+    const found = this.findTask(shape, tools !== null);
+    const task = found?.task;
     const k = shape.assistantTurns;
     let branch: Branch | null = null;
     let turn = FALLBACK_TURN;
@@ -173,10 +181,9 @@ export class ScriptedPolicy {
             : 'solve'
           : branchOf(task, shape.firstAssistant);
       // Into the tools this agent declared, so that it runs what the script means.
-      const system = shape.system ?? '';
       turn = adaptTurn(task[branch][k] ?? FALLBACK_TURN, {
-        tools: parseDeclaredTools(system),
-        instructions: `${system}\n${shape.firstUser}`,
+        tools,
+        instructions: found!.instructions,
       });
     }
     const text = continuation(renderTurn(turn), shape.openTail);
@@ -188,6 +195,33 @@ export class ScriptedPolicy {
     };
   }
 
+  /**
+   * The task of a prompt: the first message holding some task's `match` decides, user messages
+   * in order first, then system turns; within that message the first task in script order wins.
+   * Tool results are never searched (a command's output may quote another task). A request that
+   * declares no tools is searched in its first user message only: besides a bare prompt, it is a
+   * side request (a title, a summary, a judgement) that quotes the conversation after its own
+   * instruction. `instructions` is what the agent was told up to the task: the opening system turn
+   * and the user messages read.
+   */
+  private findTask(
+    shape: PromptShape,
+    hasTools: boolean,
+  ): { task: TaskScript; instructions: string } | undefined {
+    const matching = (text: string) => this.script.tasks.find((t) => text.includes(t.match));
+    const read: string[] = [shape.system ?? ''];
+    for (const user of hasTools ? shape.users : shape.users.slice(0, 1)) {
+      read.push(user());
+      const task = matching(read.at(-1)!);
+      if (task) return { task, instructions: read.join('\n') };
+    }
+    for (const system of hasTools ? shape.systems : []) {
+      const task = matching(system());
+      if (task) return { task, instructions: read.join('\n') };
+    }
+    return undefined;
+  }
+
   /** Splits the prompt at `<|im_start|>` ids, decoding only the few segments needed. */
   private shape(ids: readonly number[]): PromptShape {
     const starts: number[] = [];
@@ -196,7 +230,8 @@ export class ScriptedPolicy {
     });
     const out: PromptShape = {
       system: null,
-      firstUser: null,
+      users: [],
+      systems: [],
       firstAssistant: null,
       assistantTurns: 0,
       openTail: '',
@@ -208,12 +243,16 @@ export class ScriptedPolicy {
       const role = header.split('\n', 1)[0];
       const close = ids.indexOf(this.imEnd, start);
       const closed = close !== -1 && close < end;
-      const body = () => {
+      const body = once(() => {
         const text = this.tokenizer.decode(ids.slice(start + 1, closed ? close : end));
         return text.slice(text.indexOf('\n') + 1);
-      };
-      if (role === 'system' && n === 0) out.system = body();
-      if (role === 'user' && out.firstUser === null) out.firstUser = body();
+      });
+      if (role === 'system') {
+        if (n === 0) out.system = body();
+        out.systems.push(body);
+      }
+      // The template renders tool results as a user turn opening with `<tool_response>`.
+      if (role === 'user' && !header.startsWith('user\n<tool_response>')) out.users.push(body);
       if (role !== 'assistant') return;
       if (closed) {
         out.assistantTurns++;
@@ -224,6 +263,12 @@ export class ScriptedPolicy {
     });
     return out;
   }
+}
+
+/** `read`, called at most once: a message is decoded only if the search reaches it. */
+function once(read: () => string): () => string {
+  let text: string | undefined;
+  return () => (text ??= read());
 }
 
 /** The branch whose first turn the episode took, judged from the first assistant turn's text. */

@@ -12,7 +12,16 @@ export interface DeclaredTool {
   /** Parameter names, in declaration order. */
   params: string[];
   required: string[];
+  /**
+   * Each parameter's JSON schema `type` (the first besides `null` when it lists several); a
+   * parameter whose schema names no type is absent.
+   */
+  types: Record<string, string>;
 }
+
+const PropertySchema = z
+  .object({ type: z.union([z.string(), z.array(z.string())]).optional() })
+  .passthrough();
 
 const ParametersSchema = z
   .object({
@@ -52,13 +61,27 @@ export function parseDeclaredTools(systemText: string): DeclaredTool[] | null {
     const parsed = RenderedToolSchema.safeParse(json);
     if (!parsed.success) continue;
     const { name, parameters } = parsed.data;
+    const properties = parameters?.properties ?? {};
     tools.push({
       name,
-      params: Object.keys(parameters?.properties ?? {}),
+      params: Object.keys(properties),
       required: parameters?.required ?? [],
+      types: declaredTypes(properties),
     });
   }
   return tools;
+}
+
+function declaredTypes(properties: Record<string, unknown>): Record<string, string> {
+  const types: Record<string, string> = {};
+  for (const [param, schema] of Object.entries(properties)) {
+    const parsed = PropertySchema.safeParse(schema);
+    const type = parsed.success
+      ? [parsed.data.type ?? []].flat().find((t) => t !== 'null')
+      : undefined;
+    if (type !== undefined) types[param] = type;
+  }
+  return types;
 }
 
 /** The generic tool calls of the script. */
@@ -78,19 +101,87 @@ export interface AgentSurface {
 /** mini-swe-agent's way to finish: a command whose output starts with this line. */
 const SUBMIT_MARKER = 'COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT';
 const SHELL_NAMES =
-  /^(shell|bash|run_shell_command|execute_command|exec_command|terminal|run_command)$/i;
+  /^(shell|bash|shell_command|run_shell_command|execute_command|exec_command|terminal|run_command)$/i;
 const DESCRIPTION_PARAMS = ['description'];
+
+/** How a shell tool takes the command line: in one parameter, shaped by its declared type. */
+interface ShellRule {
+  param: string;
+  /** The parameter's declared JSON schema type; `undefined` when its schema names none. */
+  type: string | undefined;
+  value: (command: string) => unknown;
+}
+
+const line = (command: string) => command;
+/** An argv for a tool that executes a program directly: the line through `bash -lc`. */
+const argv = (command: string) => ['bash', '-lc', command];
+
+/**
+ * The rules, tried in order on each declared tool with a shell's name (the first tool that one
+ * fits is the shell). A tool that fits none keeps the generic call as written.
+ */
+const SHELL_RULES: readonly ShellRule[] = [
+  // Claude Code's Bash, OpenCode's and pi's bash, Codex's shell_command, mini-swe-agent's bash.
+  { param: 'command', type: 'string', value: line },
+  { param: 'command', type: undefined, value: line },
+  // Codex's shell: `command: string[]`, run without a shell.
+  { param: 'command', type: 'array', value: argv },
+  // Codex's exec_command (unified exec): `cmd: string`.
+  { param: 'cmd', type: 'string', value: line },
+  { param: 'cmd', type: undefined, value: line },
+  { param: 'cmd', type: 'array', value: argv },
+];
+
+interface Shell {
+  tool: DeclaredTool;
+  rule: ShellRule;
+}
+
+function findShell(tools: DeclaredTool[]): Shell | undefined {
+  for (const tool of tools) {
+    if (!SHELL_NAMES.test(tool.name)) continue;
+    const rule = SHELL_RULES.find(
+      (r) => tool.params.includes(r.param) && tool.types[r.param] === r.type,
+    );
+    if (rule) return { tool, rule };
+  }
+  return undefined;
+}
+
+/** The JSON schema type of a value, as a declared `type` names it. */
+function jsonType(value: unknown): string {
+  if (Array.isArray(value)) return 'array';
+  if (value === null) return 'null';
+  if (Number.isInteger(value)) return 'integer';
+  return typeof value;
+}
+
+/** Whether a declared tool takes these arguments as they are: each of a declared type. */
+function accepts(tool: DeclaredTool, args: Record<string, unknown>): boolean {
+  return Object.entries(args).every(([param, value]) => {
+    const declared = tool.types[param];
+    const actual = jsonType(value);
+    return (
+      declared === undefined ||
+      declared === actual ||
+      (declared === 'number' && actual === 'integer')
+    );
+  });
+}
 
 /**
  * The turn in the agent's own tools. Unchanged when the request declares no tools or declares the
- * generic name itself (the built-in agent); a tool with no counterpart is left as written.
+ * generic tool itself with parameters that take its arguments (the built-in agent); a tool with
+ * no counterpart is left as written.
  */
 export function adaptTurn<T extends GenericTurn>(turn: T, surface: AgentSurface): T {
   const { tools } = surface;
-  if (!turn.tool || !tools || tools.some((t) => t.name === turn.tool!.name)) return turn;
-  const shell = tools.find((t) => SHELL_NAMES.test(t.name) && t.params.includes('command'));
-  const args = turn.tool.arguments;
-  switch (turn.tool.name) {
+  const call = turn.tool;
+  if (!call || !tools || tools.some((t) => t.name === call.name && accepts(t, call.arguments)))
+    return turn;
+  const shell = findShell(tools);
+  const args = call.arguments;
+  switch (call.name) {
     case 'shell':
       return shell
         ? { ...turn, tool: shellCall(shell, String(args.command ?? ''), turn.thought) }
@@ -118,11 +209,11 @@ export function adaptTurn<T extends GenericTurn>(turn: T, surface: AgentSurface)
 }
 
 function shellCall(
-  tool: DeclaredTool,
+  { tool, rule }: Shell,
   command: string,
   thought: string,
 ): { name: string; arguments: Record<string, unknown> } {
-  const args: Record<string, unknown> = { command };
+  const args: Record<string, unknown> = { [rule.param]: rule.value(command) };
   // Claude Code's and OpenCode's shells ask for a short description of the command.
   for (const p of tool.params) if (DESCRIPTION_PARAMS.includes(p)) args[p] = describe(thought);
   return { name: tool.name, arguments: args };

@@ -33,8 +33,12 @@ describe('mapping the script generic tools onto the declared ones', () => {
       ['Write', ['file_path', 'content'], ['file_path', 'content']],
     ]);
     expect(
-      parseDeclaredTools(system([{ name: 'x', input_schema: { properties: { a: {} } } }])),
-    ).toEqual([{ name: 'x', params: ['a'], required: [] }]);
+      parseDeclaredTools(
+        system([
+          { name: 'x', input_schema: { properties: { a: {}, b: { type: ['null', 'array'] } } } },
+        ]),
+      ),
+    ).toEqual([{ name: 'x', params: ['a', 'b'], required: [], types: { b: 'array' } }]);
     expect(parseDeclaredTools('no tools here')).toBeNull();
   });
 

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadCodec, type ChatMessage, type Codec, type ToolSpec } from '../../gateway/codec/index.js';
-import { SCRIPT, TASK, readSse, useEngineSims } from './helpers.js';
+import { EXEC_COMMAND, GENERIC_SCRIPT, SCRIPT, TASK, readSse, useEngineSims } from './helpers.js';
 
 const engines = useEngineSims(11);
 let codec: Codec;
@@ -112,6 +112,42 @@ describe('engine-sim /v1/chat/completions', () => {
     expect(usage.choices).toEqual([]);
     expect(usage.usage!.prompt_tokens).toBe((await codec.encoder.encodeFirst(rendered(OPENING), TOOLS)).length);
     expect(usage.usage!.completion_tokens).toBeGreaterThan(0);
+  });
+
+  it("maps the script's shell onto the agent's own: Codex's exec_command, Claude Code's Bash", async () => {
+    const sim = await engines.start({ script: GENERIC_SCRIPT, chatTemplate: codec.template });
+    const call = async (messages: unknown[], tools: unknown[]) => {
+      const res = await chat(sim.url, { messages, tools, max_tokens: 200 });
+      expect(res.status).toBe(200);
+      const calls = ((await res.json()) as ChatCompletion).choices[0]!.message.tool_calls;
+      expect(calls).toHaveLength(1);
+      return { name: calls[0]!.function.name, arguments: JSON.parse(calls[0]!.function.arguments) as unknown };
+    };
+    // Codex: developer instructions, the environment as the first user message, the task second.
+    const codex = [
+      { role: 'developer', content: 'You are Codex, based on GPT-5.' },
+      { role: 'user', content: '<environment_context>\n  <cwd>/work</cwd>\n  <shell>bash</shell>\n</environment_context>' },
+      { role: 'user', content: TASK },
+    ];
+    expect(await call(codex, [EXEC_COMMAND])).toEqual({ name: 'exec_command', arguments: { cmd: 'ls -la' } });
+    // Claude Code: a system reminder and the task as content blocks of one user message.
+    const claude = [
+      { role: 'system', content: 'You are Claude Code.' },
+      { role: 'user', content: [{ type: 'text', text: '<system-reminder>\nAs you answer, use the context.\n</system-reminder>' }, { type: 'text', text: TASK }] },
+    ];
+    const bash = {
+      type: 'function',
+      function: {
+        name: 'Bash',
+        description: 'Executes a bash command.',
+        parameters: {
+          type: 'object',
+          properties: { command: { type: 'string' }, timeout: { type: 'number' }, description: { type: 'string' }, run_in_background: { type: 'boolean' } },
+          required: ['command'],
+        },
+      },
+    };
+    expect(await call(claude, [bash])).toEqual({ name: 'Bash', arguments: { command: 'ls -la', description: 'I should look at the files first.' } });
   });
 
   it('answers plain text when the turn has no tool call', async () => {

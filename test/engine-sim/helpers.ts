@@ -53,6 +53,62 @@ export const SCRIPT: PolicyScriptInput = {
   ],
 };
 
+/** A task in the script's generic tools, which engine-sim maps onto the agent's own. */
+export const GENERIC_SCRIPT: PolicyScriptInput = {
+  wanderProbability: 0,
+  tasks: [
+    {
+      taskId: 'generic',
+      match: TASK,
+      solve: [
+        {
+          thought: 'I should look at the files first.',
+          tool: { name: 'shell', arguments: { command: 'ls -la' } },
+        },
+      ],
+    },
+  ],
+};
+
+/** Codex's unified-exec tool: the command line in `cmd`, a string. */
+export const EXEC_COMMAND = {
+  type: 'function',
+  function: {
+    name: 'exec_command',
+    description:
+      'Runs a command in a PTY, returning output or a session ID for ongoing interaction.',
+    parameters: {
+      type: 'object',
+      properties: {
+        cmd: { type: 'string', description: 'Shell command to execute.' },
+        workdir: { type: 'string' },
+        yield_time_ms: { type: 'number' },
+      },
+      required: ['cmd'],
+      additionalProperties: false,
+    },
+  },
+};
+
+/** Codex's classic shell tool: an argv in `command`. */
+export const CODEX_SHELL = {
+  type: 'function',
+  function: {
+    name: 'shell',
+    description: 'Runs a shell command and returns its output.',
+    parameters: {
+      type: 'object',
+      properties: {
+        command: { type: 'array', items: { type: 'string' } },
+        workdir: { type: 'string' },
+        timeout_ms: { type: 'number' },
+      },
+      required: ['command'],
+      additionalProperties: false,
+    },
+  },
+};
+
 export const SYSTEM = 'You are a careful coding agent. '.repeat(20);
 
 /** A first-turn ChatML prompt ending with the generation prompt, as the gateway renders it. */

@@ -3,7 +3,16 @@ import type { SyncTokenizer } from '../../gateway/codec/tokenizer.js';
 import { PolicyScriptSchema, pythonJson, renderTurn } from '../../engine-sim/index.js';
 import { ScriptedPolicy } from '../../engine-sim/script.js';
 import { createRng } from '../../engine-sim/prng.js';
-import { SCRIPT, firstPrompt, loadTokenizer } from './helpers.js';
+import {
+  CODEX_SHELL,
+  EXEC_COMMAND,
+  GENERIC_SCRIPT,
+  SCRIPT,
+  SYSTEM,
+  TASK,
+  firstPrompt,
+  loadTokenizer,
+} from './helpers.js';
 
 let tk: SyncTokenizer;
 beforeAll(async () => {
@@ -48,22 +57,62 @@ describe('scripted policy', () => {
     expect(() => PolicyScriptSchema.parse({ wanderProbability: 2 })).toThrow();
   });
 
-  it('matches the task in the first user message only', () => {
+  it('finds the task in any user message, then in system turns, never in a tool result', () => {
     const policy = new ScriptedPolicy(
       PolicyScriptSchema.parse({ ...SCRIPT, wanderProbability: 0 }),
       tk,
     );
-    const inSystem = firstPrompt(tk, 'something else', 'Fix the failing test in calc.py');
-    expect(policy.respond(inSystem, createRng(1))).toMatchObject({
-      taskId: null,
-      branch: null,
-      turn: 0,
+    const taskOf = (text: string) => policy.respond(tk.encode(text), createRng(1)).taskId;
+    const agent = `${SYSTEM}\n\n<tools>\n${JSON.stringify(EXEC_COMMAND)}\n</tools>`;
+    // Codex opens with its environment; the task is the second user message.
+    const codex = (system: string) =>
+      `<|im_start|>system\n${system}<|im_end|>\n<|im_start|>user\n<environment_context>\n  <cwd>/work</cwd>\n</environment_context><|im_end|>\n<|im_start|>user\n${TASK}<|im_end|>\n<|im_start|>assistant\n`;
+    expect(taskOf(codex(agent))).toBe('fix-bug');
+    // No user message holds it: the system turn is searched.
+    expect(taskOf(tk.decode(firstPrompt(tk, 'something else', `${TASK}\n${agent}`)))).toBe(
+      'fix-bug',
+    );
+    // A command's output quoting the task is not the task.
+    expect(
+      taskOf(
+        `<|im_start|>system\n${agent}<|im_end|>\n<|im_start|>user\nsomething else<|im_end|>\n<|im_start|>assistant\nok<|im_end|>\n<|im_start|>user\n<tool_response>\n${TASK}\n</tool_response><|im_end|>\n<|im_start|>assistant\n`,
+      ),
+    ).toBeNull();
+    // Without tools, a request quoting the task after its own instruction (a title request) is
+    // searched in its first user message only.
+    expect(taskOf(codex('Generate a title for this conversation.'))).toBeNull();
+    expect(taskOf(tk.decode(firstPrompt(tk, 'something else', TASK)))).toBeNull();
+    expect(taskOf(tk.decode(firstPrompt(tk, TASK)))).toBe('fix-bug');
+  });
+
+  it('takes a task in a user message over one in the system turn, the first message first', () => {
+    const other = { taskId: 'other', match: 'Rename the module', solve: [{ thought: 'x' }] };
+    const policy = new ScriptedPolicy(
+      PolicyScriptSchema.parse({ ...SCRIPT, tasks: [other, ...SCRIPT.tasks!] }),
+      tk,
+    );
+    const taskOf = (prompt: number[]) => policy.respond(prompt, createRng(1)).taskId;
+    const agent = `Rename the module\n\n<tools>\n${JSON.stringify(EXEC_COMMAND)}\n</tools>`;
+    expect(taskOf(firstPrompt(tk, TASK, agent))).toBe('fix-bug');
+    expect(taskOf(firstPrompt(tk, 'something else', agent))).toBe('other');
+    expect(taskOf(firstPrompt(tk, `${TASK}; Rename the module`))).toBe('other');
+  });
+
+  it('calls a Codex exec_command with `cmd` and a Codex shell with an argv', () => {
+    const policy = new ScriptedPolicy(PolicyScriptSchema.parse(GENERIC_SCRIPT), tk);
+    const codex = (tool: object) =>
+      `You are Codex.\n\n# Tools\n\n<tools>\n${JSON.stringify(tool)}\n</tools>`;
+    const call = (system: string) => {
+      const text = tk.decode(policy.respond(firstPrompt(tk, TASK, system), createRng(1)).tokenIds);
+      return JSON.parse(/<tool_call>\n(.*)\n<\/tool_call>/.exec(text)![1]!) as unknown;
+    };
+    expect(call(codex(EXEC_COMMAND))).toEqual({
+      name: 'exec_command',
+      arguments: { cmd: 'ls -la' },
     });
-    const inUser = firstPrompt(tk, 'Please: Fix the failing test in calc.py');
-    expect(policy.respond(inUser, createRng(1))).toMatchObject({
-      taskId: 'fix-bug',
-      branch: 'solve',
-      turn: 0,
+    expect(call(codex(CODEX_SHELL))).toEqual({
+      name: 'shell',
+      arguments: { command: ['bash', '-lc', 'ls -la'] },
     });
   });
 
