@@ -20,7 +20,7 @@ import {
 } from './anthropic-output.js';
 import { CountTokensRequest, MessagesRequest } from './anthropic-schema.js';
 import { AnthropicEventStream } from './anthropic-stream.js';
-import { callsAllowed, ignoredReasoningOptions, reportIgnored } from './request-options.js';
+import { callsAllowed, ignoredOptions, reportIgnored } from './request-options.js';
 
 /** Anthropic's error `type` for an HTTP status; 429 and 5xx make clients retry with backoff. */
 export function anthropicErrorType(status: number): string {
@@ -100,7 +100,7 @@ export function registerAnthropicMessages(app: FastifyInstance, deps: GatewayDep
       signal: disconnectSignal(reply),
       calls: callsAllowed(body.tool_choice, undefined),
     };
-    reportIgnored(reply.raw, session, ignoredReasoningOptions(request.body), deps.log);
+    reportIgnored(reply.raw, session, ignoredOptions(request.body), deps.log);
     const answer: Answer = {
       id: newMessageId(),
       model: body.model ?? deps.modelName,

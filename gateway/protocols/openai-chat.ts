@@ -5,7 +5,7 @@ import { streamSplitter } from '../codec/index.js';
 import { newId } from './ids.js';
 import { isPlainChatRequest } from './openai-chat-check.js';
 import { openEventStream } from './sse.js';
-import { callsAllowed, ignoredReasoningOptions, reportIgnored } from './request-options.js';
+import { callsAllowed, ignoredOptions, reportIgnored } from './request-options.js';
 import { disconnectSignal, sessionKeyOf } from '../auth.js';
 import { GatewayError, InvalidRequestError, UnknownSessionError } from '../session/errors.js';
 import type { AssistantMessage, CallsAllowed, TurnResult } from '../session/turn-runner.js';
@@ -166,7 +166,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: GatewayDeps)
       turnPosition: turnPositionOf(request.headers[TURN_HEADER]),
       calls,
     };
-    reportIgnored(reply.raw, session, ignoredReasoningOptions(body), deps.log);
+    reportIgnored(reply.raw, session, ignoredOptions(body), deps.log);
 
     if (!body.stream) {
       const result = await runTurn(deps.turns, session, turn);

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ChatMessage, TextTokenizer } from '../codec/index.js';
 import { streamSplitter } from '../codec/index.js';
 import { openEventStream } from './sse.js';
-import { callsAllowed, ignoredReasoningOptions, reportIgnored } from './request-options.js';
+import { callsAllowed, ignoredOptions, reportIgnored } from './request-options.js';
 import { disconnectSignal, sessionKeyOf } from '../auth.js';
 import type { GatewayDeps } from '../deps.js';
 import { GatewayError, InvalidRequestError, UnknownSessionError } from '../session/errors.js';
@@ -135,7 +135,7 @@ export function registerResponses(app: FastifyInstance, deps: GatewayDeps): void
       calls: prepared.calls,
       presentCall: (call) => presentCall(call, prepared.tools),
     };
-    reportIgnored(reply.raw, session, ignoredReasoningOptions(request.body), deps.log);
+    reportIgnored(reply.raw, session, ignoredOptions(request.body), deps.log);
     const endOf = (result: Exclude<TurnResult, { kind: 'aborted' }>, streamed?: StreamedIds): ResponseEnd => {
       if (result.kind === 'budget') {
         return {

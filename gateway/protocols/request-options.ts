@@ -6,18 +6,10 @@ import type { CallsAllowed } from '../session/turn-runner.js';
 
 /**
  * Request options the gateway cannot honour by constraining sampling (it samples the policy's own
- * distribution): a forced tool is refused, reasoning effort and thinking budgets are accepted and
- * reported as ignored, `tool_choice: "none"` and a single-call limit shape only how the reply is
- * presented.
+ * distribution): a forced tool, reasoning effort and thinking budgets are accepted and reported as
+ * ignored (agents such as Claude Code force a tool on some requests and do not retry a 400),
+ * `tool_choice: "none"` and a single-call limit shape only how the reply is presented.
  */
-
-/** A `tool_choice` that forces a call (`required`, `any`, a named tool): sampling cannot be made to. */
-export class UnsupportedToolChoiceError extends InvalidRequestError {
-  override name = 'UnsupportedToolChoiceError';
-  constructor(choice: string) {
-    super(`tool_choice ${choice} is not supported: the gateway samples the policy unconstrained and cannot force a tool call; use "auto" or "none"`);
-  }
-}
 
 /** Every protocol's spelling: a string (OpenAI) or an object with a `type` (OpenAI named tools, Anthropic). */
 const ToolChoice = z.union([z.string(), z.object({ type: z.string(), disable_parallel_tool_use: z.boolean().optional() }).passthrough()]).nullish();
@@ -25,7 +17,8 @@ const ToolChoice = z.union([z.string(), z.object({ type: z.string(), disable_par
 /**
  * Which sampled calls the client gets: none under `tool_choice: "none"`, only the first when
  * parallel calls are off (`parallel_tool_calls: false`, Anthropic's `disable_parallel_tool_use`).
- * Throws UnsupportedToolChoiceError for a forced call and InvalidRequestError for a malformed one.
+ * A forced call (`required`, `any`, a named tool) is answered as `auto` (see `ignoredOptions`).
+ * Throws InvalidRequestError for a malformed choice.
  */
 export function callsAllowed(toolChoice: unknown, parallelToolCalls: boolean | null | undefined): CallsAllowed {
   const parsed = ToolChoice.safeParse(toolChoice);
@@ -33,7 +26,6 @@ export function callsAllowed(toolChoice: unknown, parallelToolCalls: boolean | n
   const choice = parsed.data;
   const type = typeof choice === 'string' ? choice : (choice?.type ?? 'auto');
   if (type === 'none') return 'none';
-  if (type !== 'auto') throw new UnsupportedToolChoiceError(JSON.stringify(typeof choice === 'string' ? choice : type));
   const single = parallelToolCalls === false || (typeof choice === 'object' && choice?.disable_parallel_tool_use === true);
   return single ? 'first' : 'all';
 }
@@ -49,12 +41,21 @@ const ReasoningOptions = z
   })
   .passthrough();
 
-/** The reasoning options set in a request body, by their dotted names: the engine gets none of them. */
-export function ignoredReasoningOptions(body: unknown): string[] {
+/** Whether a `tool_choice` forces a call, which sampling cannot be made to do. */
+function forcesCall(toolChoice: unknown): boolean {
+  const parsed = ToolChoice.safeParse(toolChoice);
+  if (!parsed.success || parsed.data == null) return false;
+  const type = typeof parsed.data === 'string' ? parsed.data : parsed.data.type;
+  return type !== 'auto' && type !== 'none';
+}
+
+/** The options set in a request body that have no effect, by their dotted names: a forced tool, reasoning effort, thinking budgets. */
+export function ignoredOptions(body: unknown): string[] {
   const parsed = ReasoningOptions.safeParse(body);
   if (!parsed.success) return [];
   const { reasoning_effort: effort, reasoning, thinking } = parsed.data;
   const set: [string, unknown][] = [
+    ['tool_choice', forcesCall(parsed.data.tool_choice) ? parsed.data.tool_choice : undefined],
     ['reasoning_effort', effort],
     ['reasoning.effort', reasoning?.effort],
     ['thinking.budget_tokens', thinking?.budget_tokens],

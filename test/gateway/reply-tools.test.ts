@@ -109,24 +109,26 @@ describe('gateway: tool calls the request does not allow', () => {
     expect(anthropic.json.content.filter((b: any) => b.type === 'tool_use').map((b: any) => b.input)).toEqual([{ cmd: 'ls' }]);
   });
 
-  it('refuses a forced tool with a 400 naming the option, on every protocol', async () => {
+  it('answers a forced tool as auto, naming tool_choice as ignored, on every protocol', async () => {
     const key = await openTestSession(stack.url, 's-forced');
+    stack.engine.answer(await stack.turn('A.'), await stack.turn('B.'), await stack.turn('C.'));
     const chat = await stack.post('/v1/chat/completions', key, { messages: [user('x')], tools: TOOLS, tool_choice: { type: 'function', function: { name: 'exec_command' } } });
-    expect(chat.status).toBe(400);
-    expect(chat.json.error.message).toContain('tool_choice');
-    const responses = await stack.post('/v1/responses', key, { input: 'x', tools: [{ type: 'function', name: 'exec_command' }], tool_choice: 'required' });
-    expect(responses.status).toBe(400);
-    expect(responses.json.error.message).toContain('tool_choice');
+    expect(chat.status).toBe(200);
+    expect(chat.headers.get('x-rollout-ignored')).toBe('tool_choice');
+    const responses = await stack.post('/v1/responses', key, { input: 'y', tools: [{ type: 'function', name: 'exec_command' }], tool_choice: 'required' });
+    expect(responses.status).toBe(200);
+    expect(responses.headers.get('x-rollout-ignored')).toBe('tool_choice');
     const anthropic = await stack.post('/v1/messages', key, {
       model: 'm',
       max_tokens: 10,
-      messages: [user('x')],
+      messages: [user('z')],
       tools: [{ name: 'exec_command', input_schema: PARAMETERS }],
       tool_choice: { type: 'tool', name: 'exec_command' },
     });
-    expect(anthropic.status).toBe(400);
-    expect(anthropic.json.error.message).toContain('tool_choice');
-    expect(await chainsOf('s-forced')).toEqual([]);
+    expect(anthropic.status).toBe(200);
+    expect(anthropic.headers.get('x-rollout-ignored')).toBe('tool_choice');
+    const auto = await stack.post('/v1/chat/completions', key, { messages: [user('w')], tools: TOOLS, tool_choice: 'auto' });
+    expect(auto.headers.get('x-rollout-ignored')).toBeNull();
   });
 
   it('names the reasoning options it ignores in a response header', async () => {
