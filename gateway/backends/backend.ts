@@ -40,7 +40,10 @@ export interface Backend {
   generate(request: GenerateRequest): Promise<GenerateResult>;
 }
 
-/** The engine answered with an error or could not be reached; the client may retry. */
+/**
+ * The engine answered with an error or could not be reached. `status` is the client's: a 4xx the
+ * request's fault (see `isRequestFault`), a 5xx the engine's, which the client may retry.
+ */
 export class BackendError extends Error {
   override name = 'BackendError';
   constructor(
@@ -50,13 +53,26 @@ export class BackendError extends Error {
   ) {
     super(message, options);
   }
+
+  /** Whether the engine failed (down, broken, overloaded) rather than the request: only then is it taken out of rotation and the call failed over. */
+  get engineFault(): boolean {
+    return !isRequestFault(this.status);
+  }
 }
 
 /**
- * The status a client gets for an engine's error answer: a 400 (a prompt too long for the engine)
- * is the request's fault, so the client must not retry and the router must not fail over; anything
- * else is the engine's, a 502 the client may retry.
+ * Whether an engine's error status blames the request (a prompt too long, a wrong model name): a
+ * 4xx other than 408 (timeout) and 429 (overload), which are the engine's.
+ */
+export function isRequestFault(engineHttpStatus: number): boolean {
+  return engineHttpStatus >= 400 && engineHttpStatus < 500 && engineHttpStatus !== 408 && engineHttpStatus !== 429;
+}
+
+/**
+ * The status a client gets for an engine's error answer or streamed error event: the request's
+ * fault keeps the engine's 4xx, so the client does not retry it and the router neither fails over
+ * nor takes a healthy engine out; anything else is the engine's, a 502 the client may retry.
  */
 export function engineStatus(engineHttpStatus: number): number {
-  return engineHttpStatus === 400 ? 400 : 502;
+  return isRequestFault(engineHttpStatus) ? engineHttpStatus : 502;
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { BackendError, engineStatus, parseWeightVersion, type Backend, type GenerateRequest, type GenerateResult } from './backend.js';
 import { engineEndpoint, postToEngine, type EngineAnswer, type EngineEndpoint } from './engine-http.js';
+import { engineErrorEvent } from './engine-error.js';
 import { jsonBodyWithIds } from './json-body.js';
 import { readSseBatches } from './sse.js';
 
@@ -18,11 +19,7 @@ const MetaInfoSchema = z.object({
   /** The weight version that served the request (SGLang's `--weight-version`, set by weight updates). */
   weight_version: z.string().nullish(),
 });
-const ChunkSchema = z.union([
-  z.object({ output_ids: z.array(z.number().int()), meta_info: MetaInfoSchema }),
-  // SGLang reports errors found once the stream has begun (a prompt too long) as an event.
-  z.object({ error: z.object({ message: z.string() }) }),
-]);
+const ChunkSchema = z.object({ output_ids: z.array(z.number().int()), meta_info: MetaInfoSchema });
 
 export interface SglangBackendOptions {
   /** Base URL of the engine, e.g. `http://127.0.0.1:30000`. */
@@ -108,8 +105,11 @@ export class SglangBackend implements Backend {
           for (const data of batch) {
             // Read on to the body's end, so the connection goes back to the pool for the next turn.
             if (done || (done = data === '[DONE]')) continue;
-            const chunk = ChunkSchema.parse(JSON.parse(data));
-            if ('error' in chunk) throw new BackendError(`engine ${url} failed the request: ${chunk.error.message}`, 502);
+            const value: unknown = JSON.parse(data);
+            // SGLang streams a ValueError (a prompt too long: the request's fault) as an event without a code.
+            const failure = engineErrorEvent(value);
+            if (failure) throw new BackendError(`engine ${url} failed the request: ${failure.message}`, engineStatus(failure.status ?? 400));
+            const chunk = ChunkSchema.parse(value);
             const meta = chunk.meta_info;
             promptTokens = meta.prompt_tokens;
             cachedTokens = meta.cached_tokens ?? 0;

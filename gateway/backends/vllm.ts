@@ -1,5 +1,6 @@
 import { BackendError, engineStatus, parseWeightVersion, type Backend, type GenerateRequest, type GenerateResult } from './backend.js';
 import { engineEndpoint, postToEngine, type EngineAnswer, type EngineEndpoint } from './engine-http.js';
+import { engineErrorEvent } from './engine-error.js';
 import { jsonBodyWithIds } from './json-body.js';
 import { readSseBatches } from './sse.js';
 import { MalformedChunkError, parseCompletionChunk, parseTokenId } from './vllm-chunk.js';
@@ -51,7 +52,7 @@ export class VllmBackend implements Backend {
     const logprobs: number[] = [];
     // vLLM keeps no weight version; engine-sim names it in a header.
     const weightVersion = parseWeightVersion(response.header('x-weight-version'));
-    let finishReason: GenerateResult['finishReason'] = 'abort';
+    let finishReason: GenerateResult['finishReason'] | undefined;
     let promptTokens = request.promptIds.length;
     let cachedTokens = 0;
     try {
@@ -60,7 +61,10 @@ export class VllmBackend implements Backend {
         for (const data of batch) {
           // Read on to the body's end, so the connection goes back to the pool for the next turn.
           if (done || (done = data === '[DONE]')) continue;
-          const chunk = parseCompletionChunk(JSON.parse(data));
+          const value: unknown = JSON.parse(data);
+          const failure = engineErrorEvent(value);
+          if (failure) throw new BackendError(`engine ${this.options.url} failed the request: ${failure.message}`, engineStatus(failure.status ?? 500));
+          const chunk = parseCompletionChunk(value);
           const choice = chunk.choices[0];
           if (choice) {
             const tokens = choice.logprobs?.tokens ?? [];
@@ -87,10 +91,15 @@ export class VllmBackend implements Backend {
       }
     } catch (error) {
       // An abort after the finish reason arrived cut nothing: the answer is complete.
-      if (request.signal?.aborted) return { ids, logprobs, finishReason, promptTokens, cachedTokens, weightVersion };
+      if (request.signal?.aborted) return { ids, logprobs, finishReason: finishReason ?? 'abort', promptTokens, cachedTokens, weightVersion };
       if (error instanceof BackendError) throw error;
       if (error instanceof MalformedChunkError) throw new BackendError(`engine ${this.options.url} sent a malformed chunk: ${error.message}`, 502, { cause: error });
       throw new BackendError(`engine ${this.options.url} stream failed`, 502, { cause: error });
+    }
+    if (!finishReason) {
+      if (request.signal?.aborted) return { ids, logprobs, finishReason: 'abort', promptTokens, cachedTokens, weightVersion };
+      // Not the client's abort: the engine broke off, and a cut answer must not pass as whole.
+      throw new BackendError(`engine ${this.options.url} ended the stream without a finish reason`, 502);
     }
     return { ids, logprobs, finishReason, promptTokens, cachedTokens, weightVersion };
   }

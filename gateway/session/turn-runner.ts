@@ -164,7 +164,7 @@ async function generateRouted(
       deps.router.finished(placement, result.ids);
       return result;
     } catch (error) {
-      const engineDown = error instanceof BackendError && error.status >= 500 && !streamed;
+      const engineDown = error instanceof BackendError && error.engineFault && !streamed;
       deps.router.failed(placement, engineDown, isTimeout(error));
       if (!engineDown) throw error;
       tried.add(placement.instance);
