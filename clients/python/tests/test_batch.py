@@ -37,7 +37,8 @@ def test_follow_yields_progress_until_every_episode_is_done(finished_batch: Fini
 def test_manifest_groups_and_rewards_match_the_store(stack: DevStack, finished_batch: FinishedBatch) -> None:
     manifest = finished_batch.manifest
     assert manifest["batch_id"] == finished_batch.batch_id
-    assert [g["task_id"] for g in manifest["groups"]] == BATCH_TASKS
+    # Groups are listed in the order they finished, which the episodes' timing decides.
+    assert sorted(g["task_id"] for g in manifest["groups"]) == sorted(BATCH_TASKS)
     episodes = recorded.episodes(stack.store, finished_batch.batch_id)
     assert len(episodes) == len(BATCH_TASKS) * BATCH_N
     for group in manifest["groups"]:
