@@ -184,8 +184,11 @@ function detachedWriter(framework: TestFramework, ids: string[]): string {
     framework === 'node-test'
       ? `t.replace(/(<testcase name="(?:${ids.join('|')})"[^>]*>)[\\s\\S]*?<\\/testcase>/g, '$1</testcase>')`
       : `JSON.stringify((() => { const r = JSON.parse(t); for (const f of r.testResults) for (const a of f.assertionResults) if (${JSON.stringify(ids)}.includes(a.title)) a.status = 'passed'; return r; })())`;
+  // A careful forger: it edits only a whole report (a partial JSON one does not parse) and
+  // swaps the file in with a rename, so the reward never reads a half-written report.
+  const whole = framework === 'node-test' ? `t.trimEnd().endsWith('</testsuites>')` : 'true';
   const loop = `const fs = require('node:fs'); const p = ${JSON.stringify(REPORT_PATHS[framework])};
-setInterval(() => { try { const t = fs.readFileSync(p, 'utf8'); const u = ${edit}; if (u !== t) fs.writeFileSync(p, u); } catch {} }, 1);`;
+setInterval(() => { try { const t = fs.readFileSync(p, 'utf8'); if (!(${whole})) return; const u = ${edit}; if (u !== t) { fs.writeFileSync(p + '.forged', u); fs.renameSync(p + '.forged', p); } } catch {} }, 1);`;
   return `const { spawn } = require('node:child_process');
 if (!globalThis.__forger) {
   globalThis.__forger = true;

@@ -27,13 +27,17 @@ import {
 
 type CommitOptions = { rolledBackSeq?: number; owner?: string };
 
-/** Applies the migrations this file has not seen yet, each in its own transaction. */
+/**
+ * Applies the migrations this file has not seen yet, each in its own transaction. Whether a
+ * migration is applied is read inside its write transaction: a process that opened the file at
+ * the same moment may have applied it while this one waited for the lock.
+ */
 function migrate(db: Database.Database): void {
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
-  const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version));
+  const isApplied = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?');
   for (const migration of SQLITE_MIGRATIONS) {
-    if (applied.has(migration.version)) continue;
     db.transaction(() => {
+      if (isApplied.get(migration.version) !== undefined) return;
       db.exec(migration.sql);
       if (migration.version === 1) {
         for (const { table, column, definition } of LEGACY_ADDED_COLUMNS) {
