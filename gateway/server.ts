@@ -1,11 +1,11 @@
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import os from 'node:os';
 import { createRouter, type CallRouter } from '../scheduler/router.js';
 import type { Store } from '../trajectory/index.js';
 import { registerAdminRoutes } from './admin.js';
 import { clientErrorHandler, GATEWAY_MAX_BODY_BYTES, installJsonParser } from './limits.js';
 import { sessionKeyOf } from './auth.js';
-import { BackendError, type Backend } from './backends/backend.js';
+import type { Backend } from './backends/backend.js';
 import { createBackend } from './backends/index.js';
 import type { Codec } from './codec/index.js';
 import type { GatewayDeps } from './deps.js';
@@ -13,6 +13,7 @@ import { PolicyFanOut } from './policy/fan-out.js';
 import { PolicyControl } from './policy/policy-control.js';
 import { registerAnthropicMessages } from './protocols/anthropic-messages.js';
 import { registerChatCompletions } from './protocols/openai-chat.js';
+import { sendOpenAiError } from './protocols/openai-error.js';
 import { registerResponses } from './protocols/openai-responses.js';
 import { sessionAffinity } from './replica/affinity.js';
 import { REPLICA_DEFAULTS, type ReplicaOptions } from './replica/options.js';
@@ -73,7 +74,7 @@ function protocolRoutes(deps: GatewayDeps, affinity: ReturnType<typeof sessionAf
     // Before the body is read: a request for a session owned elsewhere goes there as it came.
     app.addHook('preParsing', affinity);
     await app.register(async (openai) => {
-      openai.setErrorHandler(openAiErrorHandler);
+      openai.setErrorHandler((error, _request, reply) => sendOpenAiError(reply, error));
       registerChatCompletions(openai, deps);
       registerResponses(openai, deps);
       openai.get('/v1/models', async () => ({
@@ -85,17 +86,6 @@ function protocolRoutes(deps: GatewayDeps, affinity: ReturnType<typeof sessionAf
       registerAnthropicMessages(anthropic, deps);
     });
   };
-}
-
-/** OpenAI's envelope `{"error":{"message","type","param","code"}}` for every failure. */
-function openAiErrorHandler(error: unknown, _request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  if (error instanceof GatewayError || error instanceof BackendError) {
-    const type = error instanceof GatewayError ? error.type : 'server_error';
-    return reply.code(error.status).send({ error: { message: error.message, type, param: null, code: null } });
-  }
-  const status = (error as { statusCode?: number }).statusCode ?? 500;
-  const type = status < 500 ? 'invalid_request_error' : 'server_error';
-  return reply.code(status).send({ error: { message: (error as Error).message, type, param: null, code: null } });
 }
 
 export async function buildGateway(options: GatewayOptions): Promise<FastifyInstance> {
@@ -146,7 +136,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     policy.close();
     await router.close();
   });
-  app.setErrorHandler(openAiErrorHandler);
+  app.setErrorHandler((error, _request, reply) => sendOpenAiError(reply, error));
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({ error: { message: `no route ${request.method} ${request.url}`, type: 'invalid_request_error', param: null, code: 'not_found' } }),
   );

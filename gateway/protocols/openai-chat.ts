@@ -1,8 +1,9 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ChatMessage, ToolSpec } from '../codec/index.js';
 import { streamSplitter } from '../codec/index.js';
 import { newId } from './ids.js';
+import { openAiError, sendOpenAiError } from './openai-error.js';
 import { isPlainChatRequest } from './openai-chat-check.js';
 import { openEventStream } from './sse.js';
 import { callsAllowed, ignoredOptions, reportIgnored } from './request-options.js';
@@ -114,10 +115,6 @@ function parseChatRequest(body: unknown): ChatCompletionRequest | InvalidRequest
   return parsed.success ? parsed.data : new InvalidRequestError(z.prettifyError(parsed.error));
 }
 
-function openAiError(reply: FastifyReply, error: GatewayError): FastifyReply {
-  return reply.code(error.status).send({ error: { message: error.message, type: error.type, param: null, code: null } });
-}
-
 function toolCallsOut(reply: AssistantMessage) {
   return reply.tool_calls?.map((c) => ({ id: newId('call_'), type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
 }
@@ -139,9 +136,9 @@ function usageOut(usage: { promptTokens: number; completionTokens: number; cache
 export function registerChatCompletions(app: FastifyInstance, deps: GatewayDeps): void {
   app.post('/v1/chat/completions', async (request, reply) => {
     const body = parseChatRequest(request.body);
-    if (body instanceof InvalidRequestError) return openAiError(reply, body);
+    if (body instanceof InvalidRequestError) return sendOpenAiError(reply, body);
     const key = sessionKeyOf(request);
-    if (!key) return openAiError(reply, new UnknownSessionError());
+    if (!key) return sendOpenAiError(reply, new UnknownSessionError());
     let lowered: ReturnType<typeof lowerChatRequest>;
     let session;
     let calls: CallsAllowed;
@@ -150,7 +147,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: GatewayDeps)
       lowered = lowerChatRequest(body);
       calls = callsAllowed(body.tool_choice, body.parallel_tool_calls);
     } catch (error) {
-      if (error instanceof GatewayError) return openAiError(reply, error);
+      if (error instanceof GatewayError) return sendOpenAiError(reply, error);
       throw error;
     }
     const id = newId('chatcmpl-');
@@ -222,8 +219,8 @@ export function registerChatCompletions(app: FastifyInstance, deps: GatewayDeps)
       }
       res.write('data: [DONE]\n\n');
     } catch (error) {
-      const e = error instanceof GatewayError ? error : new GatewayError(String(error), 502, 'server_error');
-      res.write(`data: ${JSON.stringify({ error: { message: e.message, type: e.type, param: null, code: null } })}\n\n`);
+      const { message, type } = openAiError(error, 502);
+      res.write(`data: ${JSON.stringify({ error: { message, type, param: null, code: null } })}\n\n`);
     } finally {
       res.end();
     }

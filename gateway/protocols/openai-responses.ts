@@ -10,6 +10,7 @@ import { GatewayError, InvalidRequestError, UnknownSessionError } from '../sessi
 import type { GatewaySession } from '../session/session.js';
 import { runTurn, type CallsAllowed, type TurnInput, type TurnResult } from '../session/turn-runner.js';
 import { newId } from './ids.js';
+import { openAiError, sendOpenAiError } from './openai-error.js';
 import { lowerInput, lowerTools, presentCall, type LoweredTools } from './openai-responses-lower.js';
 import {
   messageItem,
@@ -34,9 +35,8 @@ export class PreviousResponseNotFoundError extends InvalidRequestError {
   }
 }
 
-function openAiError(reply: FastifyReply, error: GatewayError): FastifyReply {
-  const detail = error instanceof PreviousResponseNotFoundError ? { param: error.param, code: error.code } : { param: null, code: null };
-  return reply.code(error.status).send({ error: { message: error.message, type: error.type, ...detail } });
+function sendError(reply: FastifyReply, error: GatewayError): FastifyReply {
+  return sendOpenAiError(reply, error, error instanceof PreviousResponseNotFoundError ? { param: error.param, code: error.code } : undefined);
 }
 
 /** A request lowered against its session: the full item history (for storing) and the model call. */
@@ -95,17 +95,17 @@ export function registerResponses(app: FastifyInstance, deps: GatewayDeps): void
 
   app.post('/v1/responses', async (request, reply) => {
     const parsedBody = ResponsesRequest.safeParse(request.body);
-    if (!parsedBody.success) return openAiError(reply, new InvalidRequestError(z.prettifyError(parsedBody.error)));
+    if (!parsedBody.success) return sendError(reply, new InvalidRequestError(z.prettifyError(parsedBody.error)));
     const body = parsedBody.data;
     const key = sessionKeyOf(request);
-    if (!key) return openAiError(reply, new UnknownSessionError());
+    if (!key) return sendError(reply, new UnknownSessionError());
     let session: GatewaySession;
     let prepared: PreparedRequest;
     try {
       session = await deps.sessions.get(key);
       prepared = await prepare(deps, session, body);
     } catch (error) {
-      if (error instanceof GatewayError) return openAiError(reply, error);
+      if (error instanceof GatewayError) return sendError(reply, error);
       throw error;
     }
 
@@ -196,8 +196,8 @@ export function registerResponses(app: FastifyInstance, deps: GatewayDeps): void
       // an error and retries, where a budget answer must end its turn.
       events.send('response.completed', { response: responseObject(header, end) });
     } catch (error) {
-      const e = error instanceof GatewayError ? error : new GatewayError(error instanceof Error ? error.message : String(error), 502, 'server_error');
-      const failed = responseObject(header, { status: 'failed', output: [], usage: null, error: { code: e.type, message: e.message } });
+      const { message, type } = openAiError(error, 502);
+      const failed = responseObject(header, { status: 'failed', output: [], usage: null, error: { code: type, message } });
       events.send('response.failed', { response: failed });
     } finally {
       res.end();

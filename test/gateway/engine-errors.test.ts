@@ -123,6 +123,16 @@ async function chat(home: 'vl' | 'sg', stream: boolean): Promise<Response> {
   });
 }
 
+async function respond(home: 'vl' | 'sg'): Promise<Response> {
+  const { url } = stacks[home]!;
+  const key = await openTestSession(url, `s-${++sessions}`, sessionInfo({ homeInstance: home }));
+  return fetch(`${url}/v1/responses`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body: JSON.stringify({ input: 'Say done.', stream: true }),
+  });
+}
+
 /** The `data:` payloads of an SSE answer. */
 async function events(r: Response): Promise<string[]> {
   return (await r.text())
@@ -168,8 +178,19 @@ describe("an engine's error for the request", () => {
     stacks.vl!.engine.next = { kind: 'error-event', event: { error: badRequest } };
     const r = await chat('vl', false);
     expect(r.status).toBe(400);
-    expect((await r.json()).error.message).toContain(badRequest.message);
+    expect((await r.json()).error).toMatchObject({ type: 'invalid_request_error', message: expect.stringContaining(badRequest.message) });
     expect(takenOut).toEqual([]);
+    await expectServes('vl');
+  });
+
+  it('vLLM: the same error event reaches a streaming client typed as the request\'s fault, and over Responses too', async () => {
+    stacks.vl!.engine.next = { kind: 'error-event', event: { error: badRequest } };
+    const last = JSON.parse((await events(await chat('vl', true))).at(-1)!);
+    expect(last.error).toMatchObject({ type: 'invalid_request_error', message: expect.stringContaining(badRequest.message) });
+    stacks.vl!.engine.next = { kind: 'error-event', event: { error: badRequest } };
+    const responseEvents = (await (await respond('vl')).text()).split('\n\n').map((e) => /^data: (.*)$/m.exec(e)?.[1]);
+    const failed = responseEvents.map((d) => (d ? JSON.parse(d) : {})).find((e) => e.type === 'response.failed');
+    expect(failed.response.error).toEqual({ code: 'invalid_request_error', message: expect.stringContaining(badRequest.message) });
     await expectServes('vl');
   });
 
@@ -196,6 +217,7 @@ describe("an engine's error for the request", () => {
     stacks.vl!.engine.next = { kind: 'error-event', event: { error: { ...badRequest, message: 'Internal server error', type: 'InternalServerError', code: 500 } } };
     const r = await chat('vl', false);
     expect(r.status).toBe(502);
+    expect((await r.json()).error.type).toBe('server_error');
     expect(takenOut).toEqual(['vl']);
     await stacks.vl!.router.registry.checkHealth('vl');
     await expectServes('vl');
