@@ -3,8 +3,6 @@ import { Worker } from 'node:worker_threads';
 
 /** How often the background thread checkpoints the WAL, ms. */
 const CHECKPOINT_INTERVAL_MS = 1000;
-/** SQLite's own default for `wal_autocheckpoint` (pages), restored if the thread fails. */
-const AUTOCHECKPOINT_PAGES = 1000;
 
 /**
  * WAL checkpoints off the event loop. By default SQLite checkpoints inside the COMMIT that grows
@@ -25,6 +23,8 @@ export class BackgroundCheckpointer {
 
   /** Starts checkpointing `file` (the database `db` has open) from a worker thread. */
   static start(db: Database.Database, file: string): BackgroundCheckpointer {
+    // Restored as it was (SQLite's default, 1000 pages, unless set) if the thread fails.
+    const autocheckpointPages = db.pragma('wal_autocheckpoint', { simple: true }) as number;
     db.pragma('wal_autocheckpoint = 0');
     const worker = new Worker(new URL('./sqlite-checkpoint-worker.mjs', import.meta.url), {
       workerData: { file, intervalMs: CHECKPOINT_INTERVAL_MS },
@@ -33,7 +33,7 @@ export class BackgroundCheckpointer {
     const fallBack = (why: string) => {
       if (checkpointer.stopped || !db.open) return;
       checkpointer.stopped = true;
-      db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+      db.pragma(`wal_autocheckpoint = ${autocheckpointPages}`);
       process.emitWarning(`${file}: background WAL checkpoints stopped (${why}); checkpointing on commit again`);
     };
     worker.on('message', (m: { error?: string }) => m.error && fallBack(m.error));
