@@ -113,7 +113,7 @@ for (const agent of AGENTS) {
     it('stores the conversation as a chain whose sampled tool calls the agent executed', async () => {
       const chain = mainChain(run.turns);
       expect(chain.length).toBe(4);
-      expect(run.result.turns ?? chain.length).toBe(chain.length);
+      expect(run.result.turns).toBe(chain.length);
       const calls = await Promise.all(chain.map(sampledToolCalls));
       const shell = [agent.shellTool];
       expect(calls.map((c) => c.map((x) => x.name))).toEqual([shell, shell, shell, agent.submitCommand ? shell : []]);
