@@ -46,6 +46,8 @@ export interface RunAgentInput {
   taskId: string;
   /** Wall time of the agent run; 0 or absent means the preset's default. */
   timeoutMs?: number;
+  /** `limits.maxContextTokens`, the agent's context window. */
+  maxContextTokens: number;
 }
 
 /** Small: it travels in a Temporal payload. */
@@ -130,6 +132,7 @@ async function runOnce(deps: BlackBoxAgentDeps, input: RunAgentInput): Promise<R
     apiKey: input.sessionKey,
     model: deps.model ?? 'policy',
     prompt: task.problem_statement,
+    maxContextTokens: input.maxContextTokens,
   };
   const bridge = await startGatewayBridge({
     sandboxTmpHostDir: deps.sandboxTmpHostDir(input.sandboxId),

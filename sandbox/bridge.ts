@@ -25,7 +25,8 @@ export const BRIDGE_SANDBOX_DIR = '/opt/agent-bridge';
  * image without node or with another C library.
  */
 export const BRIDGE_NODE_DIR = '/opt/agents/runtime';
-const BRIDGE_NODE = [
+/** The argv that runs that Node runtime: the forwarder's, and any JavaScript agent's. */
+export const BRIDGE_NODE = [
   `${BRIDGE_NODE_DIR}/lib/ld.so`,
   '--library-path',
   `${BRIDGE_NODE_DIR}/lib`,

@@ -2,7 +2,7 @@
 # Installs the black-box agent programs into project-local prefixes that sandboxes mount read-only
 # at /opt/agents (see agents/presets/sidecar.ts); nothing goes into a task's files. A second run
 # skips what is already at the pinned version.
-#   .tools/agents/npm   OpenCode and Claude Code (npm, exact versions)
+#   .tools/agents/npm   OpenCode, Claude Code, Codex and pi (npm, exact versions)
 #   .tools/agents/venv  mini-swe-agent (PyPI), on the system Python so the venv works in a sandbox
 #                       whose image is the base image (another image's python3 may not run it)
 #   .tools/agents/runtime  the host's node with the shared libraries and dynamic loader it links,
@@ -13,6 +13,8 @@ cd "$(dirname "$0")/.."
 
 OPENCODE_VERSION=1.18.33
 CLAUDE_CODE_VERSION=2.1.332
+CODEX_VERSION=0.171.0
+PI_VERSION=0.73.1
 MINI_SWE_AGENT_VERSION=2.4.6
 
 PREFIX=.tools/agents
@@ -28,7 +30,8 @@ npm_installed() { # package version
 }
 
 mkdir -p "$PREFIX/npm"
-for spec in "opencode-ai@$OPENCODE_VERSION" "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION"; do
+for spec in "opencode-ai@$OPENCODE_VERSION" "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" \
+  "@openai/codex@$CODEX_VERSION" "@mariozechner/pi-coding-agent@$PI_VERSION"; do
   pkg=${spec%@*}
   version=${spec##*@}
   if npm_installed "$pkg" "$version"; then
@@ -36,7 +39,8 @@ for spec in "opencode-ai@$OPENCODE_VERSION" "@anthropic-ai/claude-code@$CLAUDE_C
   else
     say "installing $pkg $version"
     # Their postinstall scripts only link the platform binary, an optional dependency that comes
-    # from the registry like any package: nothing is downloaded from elsewhere.
+    # from the registry like any package (Codex's has no script: its launcher finds the binary
+    # package); pi is plain JavaScript. Nothing is downloaded from elsewhere.
     npm install --prefix "$PREFIX/npm" --no-audit --no-fund --loglevel=error -E "$spec"
   fi
 done

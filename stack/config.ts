@@ -271,7 +271,7 @@ export const ConfigSchema = z
       .prefault({}),
     agent: z
       .object({
-        /** `builtin`, or a black-box agent preset: `mini-swe-agent`, `opencode`, `claude-code`. */
+        /** `builtin`, or a black-box agent preset: `mini-swe-agent`, `opencode`, `claude-code`, `codex`, `pi`. */
         name: z.string().default('builtin'),
         maxOutputBytes: z.number().int().positive().default(16_384),
       })

@@ -231,6 +231,7 @@ async function runAttempt(
         taskSource: input.taskSource,
         taskId: input.taskId,
         timeoutMs: input.limits.maxWallTimeMs,
+        maxContextTokens: input.limits.maxContextTokens,
       });
       reason = result.timedOut ? 'timeout' : result.exitCode === 0 ? 'stop' : 'agent_error';
     }

@@ -1,7 +1,9 @@
 /** The registry of black-box agent presets, by the agent name an episode names. */
 import { claudeCode } from './claude-code.js';
+import { codex } from './codex.js';
 import { miniSweAgent } from './mini-swe-agent.js';
 import { opencode } from './opencode.js';
+import { pi } from './pi.js';
 import type { AgentPreset } from './types.js';
 
 export * from './types.js';
@@ -22,7 +24,7 @@ export class UnknownAgentError extends Error {
 }
 
 const PRESETS: Record<string, AgentPreset> = Object.fromEntries(
-  [miniSweAgent, opencode, claudeCode].map((p) => [p.name, p]),
+  [miniSweAgent, opencode, claudeCode, codex, pi].map((p) => [p.name, p]),
 );
 
 export function isBlackBoxAgent(agentName: string): boolean {

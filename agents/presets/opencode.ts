@@ -24,7 +24,7 @@ function config(ctx: AgentRunContext): string {
               name: ctx.model,
               tool_call: true,
               reasoning: true,
-              limit: { context: 131_072, output: 8192 },
+              limit: { context: ctx.maxContextTokens, output: 8192 },
             },
           },
         },

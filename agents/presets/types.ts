@@ -10,6 +10,11 @@ export interface AgentRunContext {
   model: string;
   /** The task: the problem statement. */
   prompt: string;
+  /**
+   * `limits.maxContextTokens`: the gateway refuses a prompt longer than this, so agents that know
+   * their context window are told it, and compact before they reach it.
+   */
+  maxContextTokens: number;
 }
 
 /** A file written into the sandbox before the agent starts. */

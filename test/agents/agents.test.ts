@@ -19,6 +19,8 @@ interface AgentCase {
   binaries: string[];
   /** The agent's own shell tool, as the scripted policy must call it. */
   shellTool: string;
+  /** The shell tool's parameter that holds the command line. */
+  commandParam: string;
   /** mini-swe-agent submits with a command; the others end with a plain answer. */
   submitCommand: string | null;
   /** OpenCode asks for a conversation title on a chain of its own. */
@@ -35,6 +37,7 @@ const AGENTS: AgentCase[] = [
     title: 'mini-swe-agent',
     binaries: ['venv/bin/python', 'venv/bin/mini'],
     shellTool: 'bash',
+    commandParam: 'command',
     submitCommand: 'echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT',
     titleChain: false,
     describesCommands: false,
@@ -45,6 +48,7 @@ const AGENTS: AgentCase[] = [
     title: 'OpenCode',
     binaries: ['npm/node_modules/.bin/opencode'],
     shellTool: 'bash',
+    commandParam: 'command',
     submitCommand: null,
     titleChain: true,
     describesCommands: false,
@@ -55,9 +59,32 @@ const AGENTS: AgentCase[] = [
     title: 'Claude Code',
     binaries: ['npm/node_modules/.bin/claude'],
     shellTool: 'Bash',
+    commandParam: 'command',
     submitCommand: null,
     titleChain: false,
     describesCommands: true,
+    testsPassed: /# fail 0/,
+  },
+  {
+    name: 'codex',
+    title: 'Codex',
+    binaries: ['npm/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex'],
+    shellTool: 'exec_command',
+    commandParam: 'cmd',
+    submitCommand: null,
+    titleChain: false,
+    describesCommands: false,
+    testsPassed: /# fail 0/,
+  },
+  {
+    name: 'pi',
+    title: 'pi',
+    binaries: ['npm/node_modules/@mariozechner/pi-coding-agent/dist/cli.js', 'runtime/bin/node'],
+    shellTool: 'bash',
+    commandParam: 'command',
+    submitCommand: null,
+    titleChain: false,
+    describesCommands: false,
     testsPassed: /# fail 0/,
   },
 ];
@@ -86,15 +113,16 @@ for (const agent of AGENTS) {
     it('stores the conversation as a chain whose sampled tool calls the agent executed', async () => {
       const chain = mainChain(run.turns);
       expect(chain.length).toBe(4);
-      expect(run.result.turns ?? chain.length).toBe(chain.length);
+      expect(run.result.turns).toBe(chain.length);
       const calls = await Promise.all(chain.map(sampledToolCalls));
       const shell = [agent.shellTool];
       expect(calls.map((c) => c.map((x) => x.name))).toEqual([shell, shell, shell, agent.submitCommand ? shell : []]);
-      expect(calls[0]![0]!.arguments.command).toBe('cat -n src/ini.js');
-      expect(calls[1]![0]!.arguments.command).toContain('git apply /tmp/fix.patch');
-      expect(calls[2]![0]!.arguments.command).toBe('node --test');
+      const command = (i: number) => calls[i]![0]!.arguments[agent.commandParam];
+      expect(command(0)).toBe('cat -n src/ini.js');
+      expect(command(1)).toContain('git apply /tmp/fix.patch');
+      expect(command(2)).toBe('node --test');
       if (agent.describesCommands) for (const c of calls.slice(0, 3)) expect(c[0]!.arguments.description).toEqual(expect.any(String));
-      if (agent.submitCommand) expect(calls[3]![0]!.arguments.command).toBe(agent.submitCommand);
+      if (agent.submitCommand) expect(command(3)).toBe(agent.submitCommand);
       else expect(JSON.parse(chain[3]!.replyJson).content).toContain('Addressed js-ini-parser-1');
       // Each command's output came back in the next prompt: the agent really executed it.
       expect(await promptText(chain[1]!)).toContain('function parse');

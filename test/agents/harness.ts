@@ -79,6 +79,9 @@ export interface AgentRun {
   turns: StoredTurn[];
 }
 
+/** The session's context budget, which the activity hands the agent as its context window. */
+export const MAX_CONTEXT_TOKENS = 131_072;
+
 /** One episode of `agentName` on a built-in task, scored by the task's hidden tests. */
 export async function runAgentEpisode(
   stack: AgentStack,
@@ -95,7 +98,7 @@ export async function runAgentEpisode(
       taskId,
       groupId: 'agents.g0',
       agentName,
-      budgets: { maxTurns: 40, maxContextTokens: 131_072, maxWallTimeMs: 600_000 },
+      budgets: { maxTurns: 40, maxContextTokens: MAX_CONTEXT_TOKENS, maxWallTimeMs: 600_000 },
       sampling: { temperature: 1, topP: 1, maxTokens: 4096 },
     }),
   );
@@ -123,6 +126,7 @@ export async function runAgentEpisode(
       taskSource: 'builtin',
       taskId,
       timeoutMs,
+      maxContextTokens: MAX_CONTEXT_TOKENS,
     });
     const changes = await workspaceDiff(stack.sandbox, info.id);
     const reward = await evaluateReward(

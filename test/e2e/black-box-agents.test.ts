@@ -14,32 +14,40 @@ afterAll(async () => {
   await engines?.close();
 });
 
-const installed = sidecarHas('npm/node_modules/opencode-ai/package.json');
-if (!installed) console.warn('black-box agent e2e skipped: run `bash scripts/install-agents.sh` first');
+/** The agent programs the batch runs; each is skipped, with a warning, until installed. */
+const AGENTS = [
+  // OpenCode asks for a title on a chain of its own; the agent loop is the final chain.
+  { name: 'opencode', title: 'OpenCode', binary: 'npm/node_modules/opencode-ai/package.json', chains: 2 },
+  { name: 'codex', title: 'Codex', binary: 'npm/node_modules/@openai/codex-linux-x64/package.json', chains: 1 },
+] as const;
 
-// Under each isolation level: the same agent program, unmodified, under gVisor's kernel too.
-describe.skipIf(!installed).each(['bubblewrap', 'gvisor'] as const)('a batch run by an unmodified agent program (OpenCode) on Temporal (%s)', (provider) => {
-  it('runs the agent in its sandbox through the gateway bridge and scores it with the hidden tests', { timeout: 240_000 }, async () => {
-    await stack?.stop();
-    await engines?.close();
-    engines = await startTestEngines({ count: 1, wanderProbability: 0 });
-    // Uniform rewards are kept so the group files hold every episode.
-    const config = testConfig({ engines: engines.instances, agent: { name: 'opencode' }, sandbox: { provider }, batch: { concurrency: 2, filterUniformGroups: false } });
-    stack = await startStack(config);
-    const batchId = `opencode-${provider}-${Date.now()}`;
-    const input = await buildBatchInput(config, { batchId, tasks: 'builtin', n: 1, agent: 'opencode', taskIds: ['js-ini-parser-1', 'py-roman-numerals-1'] });
-    const manifest = await followBatch(await startBatch(stack.client, config, input), () => undefined);
+for (const agent of AGENTS) {
+  const installed = sidecarHas(agent.binary);
+  if (!installed) console.warn(`black-box agent e2e (${agent.name}) skipped: run \`bash scripts/install-agents.sh\` first`);
 
-    expect(manifest.status).toBe('complete');
-    expect(manifest.groups.map((g) => g.rewards)).toEqual([[1], [1]]);
-    const rows = manifest.files.flatMap((f) => readTrajectories(f.uri));
-    for (const row of rows) expectConsistentRow(row, engines.recorded);
-    // OpenCode asks for a title on a chain of its own; the agent loop is the final chain.
-    for (const groupRows of [0, 1].map((i) => rows.filter((r) => r.group_id === manifest.groups[i]!.group_id))) {
-      expect(groupRows.length).toBeGreaterThanOrEqual(2);
-      const final = groupRows.find((r) => r.is_final_chain)!;
-      expect(final.num_turns).toBeGreaterThanOrEqual(3);
-      expect(final.agent_name).toBe('opencode');
-    }
+  // Under each isolation level: the same agent program, unmodified, under gVisor's kernel too.
+  describe.skipIf(!installed).each(['bubblewrap', 'gvisor'] as const)(`a batch run by an unmodified agent program (${agent.title}) on Temporal (%s)`, (provider) => {
+    it('runs the agent in its sandbox through the gateway bridge and scores it with the hidden tests', { timeout: 240_000 }, async () => {
+      await stack?.stop();
+      await engines?.close();
+      engines = await startTestEngines({ count: 1, wanderProbability: 0 });
+      // Uniform rewards are kept so the group files hold every episode.
+      const config = testConfig({ engines: engines.instances, agent: { name: agent.name }, sandbox: { provider }, batch: { concurrency: 2, filterUniformGroups: false } });
+      stack = await startStack(config);
+      const batchId = `${agent.name}-${provider}-${Date.now()}`;
+      const input = await buildBatchInput(config, { batchId, tasks: 'builtin', n: 1, agent: agent.name, taskIds: ['js-ini-parser-1', 'py-roman-numerals-1'] });
+      const manifest = await followBatch(await startBatch(stack.client, config, input), () => undefined);
+
+      expect(manifest.status).toBe('complete');
+      expect(manifest.groups.map((g) => g.rewards)).toEqual([[1], [1]]);
+      const rows = manifest.files.flatMap((f) => readTrajectories(f.uri));
+      for (const row of rows) expectConsistentRow(row, engines.recorded);
+      for (const groupRows of [0, 1].map((i) => rows.filter((r) => r.group_id === manifest.groups[i]!.group_id))) {
+        expect(groupRows).toHaveLength(agent.chains);
+        const final = groupRows.find((r) => r.is_final_chain)!;
+        expect(final.num_turns).toBeGreaterThanOrEqual(3);
+        expect(final.agent_name).toBe(agent.name);
+      }
+    });
   });
-});
+}
