@@ -14,13 +14,16 @@ import { testCodec } from './stack.js';
  */
 export interface ScriptedVllm {
   url: string;
-  /** The ids of the next answers, in order, in place of any still queued. */
-  answer(...answers: number[][]): void;
+  /** The next answers, in order, in place of any still queued: sampled ids, or an error answer. */
+  answer(...answers: ScriptedAnswer[]): void;
   close(): Promise<void>;
 }
 
+/** A scripted answer: the ids to sample, or an error answer with vLLM's envelope. */
+export type ScriptedAnswer = number[] | { status: number; message: string };
+
 export async function startScriptedVllm(): Promise<ScriptedVllm> {
-  const queue: number[][] = [];
+  const queue: ScriptedAnswer[] = [];
   const server: Server = createServer((req, res) => {
     // Health probes and the like: an engine that is up.
     if (req.method !== 'POST' || req.url !== '/v1/completions') {
@@ -34,6 +37,10 @@ export async function startScriptedVllm(): Promise<ScriptedVllm> {
       const ids = queue.shift();
       if (!ids) {
         res.writeHead(500).end('no scripted answer left');
+        return;
+      }
+      if (!Array.isArray(ids)) {
+        res.writeHead(ids.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: ids.message, type: 'BadRequestError', param: null, code: ids.status } }));
         return;
       }
       res.writeHead(200, { 'content-type': 'text/event-stream' });
