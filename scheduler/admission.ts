@@ -3,7 +3,7 @@ import type { InstanceConfig } from './instances.js';
 export interface AdmissionOptions {
   /**
    * Tokens of KV memory one running episode is expected to hold. An instance admits
-   * `floor(kvCapacityTokens / episodeTokens)` episodes at once (at least one).
+   * `floor(kvCapacityTokens / episodeTokens)` episodes at once (at least one; without a capacity, any number).
    */
   episodeTokens: number;
   /**
@@ -72,7 +72,7 @@ export class AdmissionControl {
   }
 
   private slots(instance: InstanceConfig): number {
-    return Math.max(1, Math.floor(instance.kvCapacityTokens / this.options.episodeTokens));
+    return Math.max(1, Math.floor((instance.kvCapacityTokens ?? Infinity) / this.options.episodeTokens));
   }
 
   /** Current running episodes per instance (expired leases not counted). */
