@@ -52,6 +52,11 @@ describe('engine sanity at start-up', () => {
     expect(configured).toMatchObject({ name: 'b', kvCapacityTokens: 1_000, maxModelLen: 64_000 });
   });
 
+  it("reads an SGLang engine's KV capacity from /get_server_info", async () => {
+    const [engine] = await checkEngines([{ name: 's', kind: 'sglang', url: sim.url }], MODEL, () => {});
+    expect(engine).toMatchObject({ kvCapacityTokens: 64_000, maxModelLen: 64_000 });
+  });
+
   it('leaves unknown what an engine does not report', async () => {
     const [engine] = await checkEngines([{ name: 'a', kind: 'vllm', url: scripted.url }], MODEL, () => {});
     expect(engine).toEqual({ name: 'a', kind: 'vllm', url: scripted.url });
