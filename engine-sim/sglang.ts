@@ -58,8 +58,9 @@ export interface SglangRoutes {
 
 /**
  * SGLang's native API on the same engine and policy as the vLLM routes: `POST /generate` with token
- * ids in and out (JSON, or SSE chunks as the engine steps, ending with `data: [DONE]`) and
- * `POST /abort_request`. Errors use SGLang's `{"error": {"message"}}` envelope.
+ * ids in and out (JSON, or SSE chunks as the engine steps, ending with `data: [DONE]`),
+ * `POST /abort_request` and `GET /get_server_info` (the KV capacity as `max_total_num_tokens`,
+ * at the top as older SGLang versions report it). Errors use SGLang's `{"error": {"message"}}` envelope.
  */
 export function registerSglangRoutes(
   app: FastifyInstance,
@@ -75,6 +76,8 @@ export function registerSglangRoutes(
     sglang.setErrorHandler((err: Error & { statusCode?: number }, _req, reply) => {
       void reply.status(err.statusCode ?? 500).send({ error: { message: err.message } });
     });
+
+    sglang.get('/get_server_info', async () => ({ max_total_num_tokens: engine.maxRequestTokens, context_length: engine.maxRequestTokens }));
 
     sglang.post('/abort_request', async (req, reply) => {
       const parsed = AbortRequestSchema.safeParse(req.body ?? {});

@@ -29,6 +29,11 @@ export interface EngineInstance {
   url: string;
   /** KV cache capacity in tokens, for routing. Default unbounded: memory never moves work off it. */
   kvCapacityTokens?: number;
+  /**
+   * The engine's context length (its `max_model_len`): prompt plus max_tokens of one request.
+   * Default unknown: only the session's context budget bounds a request.
+   */
+  maxModelLen?: number;
 }
 
 export interface GatewayOptions {
@@ -113,6 +118,8 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
       policy,
       router,
       owner: replica.id,
+      // Every engine may take any call (failover), so the smallest context length bounds them all.
+      maxModelLen: Math.min(...options.engines.map((e) => e.maxModelLen ?? Infinity)),
       dropSession: (session) => sessions.drop(session),
       backendFor(instance) {
         const backend = backends.get(instance);

@@ -3,7 +3,7 @@ import type { InstanceConfig } from './instances.js';
 export interface AdmissionOptions {
   /**
    * Tokens of KV memory one running episode is expected to hold. An instance admits
-   * `floor(kvCapacityTokens / episodeTokens)` episodes at once (at least one).
+   * `floor(kvCapacityTokens / episodeTokens)` episodes at once (at least one; without a capacity, any number).
    */
   episodeTokens: number;
   /**
@@ -43,6 +43,12 @@ export interface LeaseBook {
 }
 
 /**
+ * The slots of an engine without a known KV capacity: no limit, yet finite, so the share of slots
+ * in use still orders such engines by their running episodes (and a store can hold the number).
+ */
+const UNBOUNDED_SLOTS = Number.MAX_SAFE_INTEGER;
+
+/**
  * Episode admission: limits running episodes by engine capacity and picks each episode's home
  * instance (the least loaded, by share of slots in use). The count is global: leases live in the
  * shared store and a crashed worker's leases expire.
@@ -72,6 +78,7 @@ export class AdmissionControl {
   }
 
   private slots(instance: InstanceConfig): number {
+    if (instance.kvCapacityTokens === undefined) return UNBOUNDED_SLOTS;
     return Math.max(1, Math.floor(instance.kvCapacityTokens / this.options.episodeTokens));
   }
 

@@ -6,6 +6,9 @@ export interface InstanceConfig {
   kind: 'vllm' | 'sglang';
   /** Base URL, e.g. `http://127.0.0.1:8000`. */
   url: string;
-  /** KV cache capacity in tokens. */
-  kvCapacityTokens: number;
+  /**
+   * KV cache capacity in tokens. Default: what the engine reports at start-up (`stack/engine-check.ts`),
+   * else unbounded (admission and routing then never hold work back for memory).
+   */
+  kvCapacityTokens?: number;
 }

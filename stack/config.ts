@@ -24,8 +24,11 @@ const Engine = z.object({
   kind: z.enum(['vllm', 'sglang']).default('vllm'),
   /** Base URL, e.g. http://10.0.0.5:8000. */
   url: z.string().url(),
-  /** KV cache capacity in tokens (admission counts episodes against it). */
-  kvCapacityTokens: z.number().int().positive(),
+  /**
+   * KV cache capacity in tokens (admission counts episodes against it). Default: what the engine
+   * reports at start (vLLM's `vllm:cache_config_info`, SGLang's `max_total_num_tokens`), else unbounded.
+   */
+  kvCapacityTokens: z.number().int().positive().optional(),
 });
 
 /**

@@ -5,6 +5,7 @@ import type { InstanceConfig } from '../scheduler/index.js';
 import type { Store } from '../trajectory/index.js';
 import { hostQueueOf, type RolloutWorker } from '../workers/worker.js';
 import type { Config } from './config.js';
+import { checkEngines } from './engine-check.js';
 import { dataPaths, makeDataDirs } from './paths.js';
 import { startApi } from './roles/api.js';
 import { loadConfiguredCodec } from './roles/codec.js';
@@ -80,13 +81,14 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
 
     const codec = await loadConfiguredCodec(config);
     const tasks = new TaskCatalog();
-    let engines: InstanceConfig[] = config.engines;
-    if (engines.length === 0) {
+    let configured: InstanceConfig[] = config.engines;
+    if (configured.length === 0) {
       log(`starting ${config.engineSim.instances} simulated engines`);
       const sims = await startEngines(config, { tasks });
       stops.push(() => sims.stop());
-      engines = sims.instances;
+      configured = sims.instances;
     }
+    const engines = await checkEngines(configured, config.model.name, log);
 
     const store = await openConfiguredStore(config);
     stops.push(() => store.close());

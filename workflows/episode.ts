@@ -12,6 +12,7 @@ import {
 import type { Activities } from '../activities/index.js';
 import type { EpisodeInput, EpisodeStatus, EpisodeSummary, EpisodeTimeouts, RewardSummary, SandboxRef } from '../activities/types.js';
 import { EPISODE_TIMEOUT_DEFAULTS } from './episode-timeouts.js';
+import { builtinTermination } from './builtin-termination.js';
 import { statusQuery } from './queries.js';
 import { Outcome, Reward, Tokens, Turns } from './search-attributes.js';
 
@@ -216,7 +217,7 @@ async function runAttempt(
         status.toolCalls = result.toolCalls;
         envSeconds = result.envSeconds;
         if (result.done) {
-          reason = result.reason === 'budget' ? 'max_turns' : 'stop';
+          reason = builtinTermination(result.reason);
           break;
         }
       }

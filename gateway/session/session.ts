@@ -18,9 +18,16 @@ export class GatewaySession {
 
   constructor(readonly record: SessionRecord) {}
 
+  /**
+   * A chain for a request that continues none: in the slot of a chain whose first turn never
+   * committed (the engine failed it, the client aborted it), so a retry leaves no empty chain
+   * behind, else a new one at the end.
+   */
   newChain(tools: ToolSpec[] | undefined): Chain {
-    const chain = new Chain(this.chains.length, tools, toolsKeyOf(tools));
-    this.chains.push(chain);
+    const free = this.chains.findIndex((c) => c.turns.length === 0 && !c.busy);
+    const index = free < 0 ? this.chains.length : free;
+    const chain = new Chain(index, tools, toolsKeyOf(tools));
+    this.chains[index] = chain;
     return chain;
   }
 
@@ -29,7 +36,7 @@ export class GatewaySession {
     const session = new GatewaySession(record);
     for (const turn of turns) {
       // Chains reserved by requests that never committed left no turns: keep indexes dense.
-      while (session.chains.length < turn.chainIndex) session.newChain(undefined);
+      while (session.chains.length < turn.chainIndex) session.chains.push(new Chain(session.chains.length, undefined, toolsKeyOf(undefined)));
       let chain = session.chains[turn.chainIndex];
       if (!chain) {
         const tools = turn.toolsJson ? (JSON.parse(turn.toolsJson) as ToolSpec[]) : undefined;

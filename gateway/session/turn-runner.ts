@@ -7,7 +7,7 @@ import { generateResumable, type PolicyGate } from '../policy/resumable.js';
 import { toolsKeyOf, type AssistantMessage, type Chain } from './chain.js';
 import { planRequest, type ChainPlan } from './planner.js';
 import type { GatewaySession } from './session.js';
-import { SessionMovedError } from './errors.js';
+import { GatewayError, SessionMovedError } from './errors.js';
 import { findRepeatedTurn } from './replay.js';
 
 /** One model call as every protocol lowers it. */
@@ -62,6 +62,8 @@ export interface TurnRunnerDeps {
   router: CallRouter;
   /** This gateway replica's id: a turn commits only while it owns the session. */
   owner: string;
+  /** The engines' context length (prompt + max_tokens of one request); Infinity when unknown. */
+  maxModelLen: number;
   /** Forgets a session whose ownership moved, so its next request rebuilds it from the store. */
   dropSession(session: GatewaySession): void;
   /** The policy version and pause: every generation runs under its lease. */
@@ -233,11 +235,14 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
     }
     // A view of the chain's buffer (a copy only for a rollback): nothing O(context) per turn.
     const prompt = chain.tokens.withAppended(baseTokens, delta);
-    const room = budgets.maxContextTokens - prompt.length;
-    if (room <= 0) {
+    if (budgets.maxContextTokens - prompt.length <= 0) {
       session.terminationReason ??= 'context_length';
       return { kind: 'budget', reason: 'context_length', usage: { ...NO_USAGE, promptTokens: prompt.length } };
     }
+    // The engine refuses a request whose prompt + max_tokens exceeds its context length.
+    if (deps.maxModelLen - prompt.length <= 0)
+      throw new GatewayError(`the prompt of ${prompt.length} tokens leaves no room to sample under the engine's max_model_len of ${deps.maxModelLen}`, 400, 'invalid_request_error');
+    const room = Math.min(budgets.maxContextTokens, deps.maxModelLen) - prompt.length;
 
     input.onPrompt?.(prompt.length);
     const started = performance.now();

@@ -4,7 +4,6 @@ import os from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Codec } from '../../gateway/codec/index.js';
 import { startPlacementService } from '../../scheduler/placement/service.js';
-import type { InstanceConfig } from '../../scheduler/index.js';
 import type { Store } from '../../trajectory/index.js';
 import { stopChild } from '../child-process.js';
 import { ConfigError, type Config } from '../config.js';
@@ -12,6 +11,7 @@ import { gatewayAdminToken } from '../secrets.js';
 import { withStops } from '../stops.js';
 import { ChildMessage, type ChildStartMessage } from './gateway-child-protocol.js';
 import { configuredInstances } from './engines.js';
+import { checkEngines, type CheckedEngine } from '../engine-check.js';
 import { startGateway } from './gateway.js';
 
 const CHILD = fileURLToPath(new URL('./gateway-child.ts', import.meta.url));
@@ -51,8 +51,8 @@ export interface GatewaysRole {
 export interface GatewaysShared {
   store?: Store;
   codec?: Codec;
-  /** Default: the configured engines (`configuredInstances`). */
-  engines?: InstanceConfig[];
+  /** Default: the configured engines (`configuredInstances`), checked (`checkEngines`). */
+  engines?: CheckedEngine[];
   /** Where a gateway process's unexpected exit and restart are reported. Default: stderr. */
   log?: (line: string) => void;
 }
@@ -182,9 +182,9 @@ export function startGatewayProcesses(
       'gateway.advertiseUrl with gateway.processes > 1 needs a fixed gateway.port: process i advertises that URL with port + i',
     );
   const log = shared.log ?? ((line: string) => console.error(line));
-  const engines = shared.engines ?? configuredInstances(config);
   const adminToken = gatewayAdminToken(config);
   return withStops(async (stops) => {
+    const engines = shared.engines ?? (await checkEngines(configuredInstances(config), config.model.name, log));
     let placementUrl = g.placementUrl;
     let isAvailable: GatewaysRole['isAvailable'];
     if (!placementUrl) {

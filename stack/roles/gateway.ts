@@ -1,8 +1,8 @@
 import type { Codec } from '../../gateway/codec/index.js';
 import { buildGateway } from '../../gateway/server.js';
-import type { InstanceConfig } from '../../scheduler/index.js';
 import type { Store } from '../../trajectory/index.js';
 import type { Config } from '../config.js';
+import { checkEngines, type CheckedEngine } from '../engine-check.js';
 import { gatewayAdminToken } from '../secrets.js';
 import { openConfiguredStore } from '../store.js';
 import { withStops } from '../stops.js';
@@ -19,13 +19,14 @@ export interface GatewayRole {
 }
 
 /**
- * The gateway on `gateway.host:port`, routing over `engines` (default: the configured ones). What
- * `shared` leaves out it makes itself: the codec from `model.*`, its own store from `store.url`.
+ * The gateway on `gateway.host:port`, routing over `engines` (default: the configured ones, checked
+ * against `model.name` and read for their limits, `checkEngines`). What `shared` leaves out it makes
+ * itself: the codec from `model.*`, its own store from `store.url`.
  */
-export function startGateway(config: Config, shared: { store?: Store; codec?: Codec; engines?: InstanceConfig[] } = {}): Promise<GatewayRole> {
+export function startGateway(config: Config, shared: { store?: Store; codec?: Codec; engines?: CheckedEngine[] } = {}): Promise<GatewayRole> {
   const adminToken = gatewayAdminToken(config);
   return withStops(async (stops) => {
-    const engines = shared.engines ?? configuredInstances(config);
+    const engines = shared.engines ?? (await checkEngines(configuredInstances(config), config.model.name, (line) => console.warn(line)));
     const codec = shared.codec ?? (await loadConfiguredCodec(config));
     let store = shared.store;
     if (!store) {

@@ -7,15 +7,16 @@ import type { InstanceConfig } from '../../scheduler/instances.js';
 import type { Config } from '../config.js';
 import { gatewayAdminToken } from '../secrets.js';
 import { configuredInstances } from './engines.js';
+import { checkEngines } from '../engine-check.js';
 
 /**
  * `rollout placement`: the placement service every gateway replica of this configuration routes
  * through (`gateway.placementUrl`), on `gateway.placementHost:placementPort`, over the configured
- * engines with `routing.*`, behind the gateways' admin token.
+ * engines (checked, `checkEngines`) with `routing.*`, behind the gateways' admin token.
  */
-export function startPlacementRole(config: Config): Promise<PlacementService> {
+export async function startPlacementRole(config: Config): Promise<PlacementService> {
   return startPlacementService({
-    engines: configuredInstances(config),
+    engines: await checkEngines(configuredInstances(config), config.model.name, (line) => console.warn(line)),
     routing: config.routing,
     host: config.gateway.placementHost,
     port: config.gateway.placementPort,

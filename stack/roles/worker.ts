@@ -20,6 +20,7 @@ import { PROJECT_ROOT } from '../temporal-binary.js';
 import { temporalConnectionOptions } from '../temporal-connection.js';
 import { loadConfiguredCodec } from './codec.js';
 import { configuredInstances } from './engines.js';
+import { checkEngines } from '../engine-check.js';
 import { gatewayUrls } from './placement.js';
 
 export interface WorkerRole {
@@ -33,7 +34,7 @@ export interface WorkerShared {
   temporalAddress?: string;
   /** The gateways this process runs, if any (`gatewayUrls` of roles/placement.ts). Default: `gateway.urls`, else `gateway.url`. */
   gatewayUrls?: readonly string[];
-  /** Default: the configured engines (`configuredInstances`). */
+  /** Default: the configured engines (`configuredInstances`), checked (`checkEngines`). */
   engines?: InstanceConfig[];
   /** Whether an engine may take new episodes (a gateway's health view in this process). Default: the worker's own health checks. */
   isAvailable?: (instance: string) => boolean;
@@ -63,7 +64,7 @@ export function startWorker(config: Config, shared: WorkerShared = {}): Promise<
   return withStops(async (stops) => {
     const paths = dataPaths(config.dataDir);
     makeDataDirs(config.dataDir);
-    const engines = shared.engines ?? configuredInstances(config);
+    const engines = shared.engines ?? (await checkEngines(configuredInstances(config), config.model.name, (line) => console.warn(line)));
     let store = shared.store;
     if (!store) {
       const own = await openConfiguredStore(config);

@@ -46,4 +46,15 @@ describe('episode admission', () => {
     expect(await admission.releaseAll('batch/')).toBe(1);
     expect(await running(admission, 1_500)).toBe(1);
   });
+
+  it('admits without limit to engines of unknown capacity, least loaded first', async () => {
+    const unbounded = [
+      { name: 'a', kind: 'vllm' as const, url: 'http://a' },
+      { name: 'b', kind: 'vllm' as const, url: 'http://b' },
+    ];
+    const admission = await AdmissionControl.create(SqliteStore.open(':memory:'), unbounded, { episodeTokens: 10_000, leaseTtlMs: 1_000 });
+    const placed: (string | undefined)[] = [];
+    for (let i = 0; i < 6; i++) placed.push((await admission.tryAdmit(`e${i}`, 0))?.instance);
+    expect(placed).toEqual(['a', 'b', 'a', 'b', 'a', 'b']);
+  });
 });
