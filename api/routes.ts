@@ -72,7 +72,17 @@ function specOf(config: Config, body: S.CreateBatchBody): BatchSpec {
     maxStaleness: body.max_staleness,
     staleAction: body.stale_action,
     limits: defined({ maxTurns: l.max_turns, maxContextTokens: l.max_context_tokens, maxWallTimeMs: l.max_wall_time_ms, maxInfraAttempts: l.max_infra_attempts, commandTimeoutMs: l.command_timeout_ms }),
-    sampling: defined({ temperature: s.temperature, topP: s.top_p, maxTokens: s.max_tokens }),
+    sampling: defined({
+      temperature: s.temperature,
+      topP: s.top_p,
+      topK: s.top_k,
+      minP: s.min_p,
+      presencePenalty: s.presence_penalty,
+      frequencyPenalty: s.frequency_penalty,
+      repetitionPenalty: s.repetition_penalty,
+      maxTokens: s.max_tokens,
+      logprobsMode: s.logprobs_mode,
+    }),
   };
 }
 

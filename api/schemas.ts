@@ -42,7 +42,17 @@ export const CreateBatchBody = z
       .optional()
       .describe('Each key given replaces the configured one.'),
     sampling: z
-      .object({ temperature: z.number().min(0).max(2), top_p: z.number().gt(0).max(1), max_tokens: z.number().int().positive() })
+      .object({
+        temperature: z.number().min(0).max(2),
+        top_p: z.number().gt(0).max(1),
+        top_k: z.number().int().min(-1).describe('-1: off.'),
+        min_p: z.number().min(0).max(1),
+        presence_penalty: z.number().min(-2).max(2),
+        frequency_penalty: z.number().min(-2).max(2),
+        repetition_penalty: z.number().gt(0).max(2),
+        max_tokens: z.number().int().positive(),
+        logprobs_mode: z.enum(['raw', 'processed']).describe('What log-probs the engines return: `raw` (vLLM default) or `processed` (`--logprobs-mode processed_logprobs`).'),
+      })
       .partial()
       .strict()
       .optional()

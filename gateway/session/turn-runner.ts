@@ -242,14 +242,20 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
     input.onPrompt?.(prompt.length);
     const started = performance.now();
     const maxTokens = Math.min(input.maxTokens ?? sampling.maxTokens, room);
+    const temperature = input.temperature ?? sampling.temperature;
     const result = await generateResumable(
       deps.policy,
       { chainId: routeChainId(session.record.sessionId, chain.index), promptIds: prompt, expectedOutputTokens: maxTokens, home: homeInstance },
       {
         promptIds: prompt,
         maxTokens,
-        temperature: input.temperature ?? sampling.temperature,
+        temperature,
         topP: input.topP ?? sampling.topP,
+        topK: sampling.topK,
+        minP: sampling.minP,
+        presencePenalty: sampling.presencePenalty,
+        frequencyPenalty: sampling.frequencyPenalty,
+        repetitionPenalty: sampling.repetitionPenalty,
         signal: input.signal,
         onTokens: input.onTokens,
       },
@@ -278,6 +284,8 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
           // A turn a pause cut and resumed is marked so (trajectory spec), whatever ended it.
           finishReason: result.resumed ? 'abort_resumed' : finishReason === 'tool_calls' ? 'tool_call' : finishReason,
           cachedTokens: result.cachedTokens,
+          temperature,
+          logprobsMode: sampling.logprobsMode,
           version: result.versions.at(-1) ?? deps.policy.current().version,
           sampledVersions: result.versions,
           tLlmS: (performance.now() - started) / 1000,

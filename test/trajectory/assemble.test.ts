@@ -37,6 +37,8 @@ function turn(seq: number, promptDelta: number[], sampled: number[], extra: Part
     logprobs: sampled.map((_, i) => -0.25 * (i + 1)),
     finishReason: 'stop',
     cachedTokens: 0,
+    temperature: 1,
+    logprobsMode: 'raw',
     version: 3,
     tLlmS: 0.1,
     messagesJson: '[]',
