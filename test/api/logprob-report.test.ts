@@ -18,6 +18,9 @@ describe('log-prob consistency figures', () => {
     // Positions 2, 3 and 5 were sampled; 4 is a tool result inside the response.
     sampledMask: [0, 0, 1, 1, 0, 1],
     logprobs: [0, 0, Math.log(0.5), Math.log(0.25), 0, Math.log(0.8)],
+    turnStarts: [2, 5],
+    turnTemperature: [1, 1],
+    turnLogprobsMode: ['raw', 'raw'],
   };
   const recorded = new Map([['t0', row]]);
 
@@ -38,5 +41,43 @@ describe('log-prob consistency figures', () => {
     expect(() => consistencyFigures(recorded, [{ trajectory_id: 't0', layout: 'response', logprobs: [0, 0] }], 5)).toThrow(InvalidRequestError);
     const entry = { trajectory_id: 't0', layout: 'response' as const, logprobs: [0, 0, 0, 0] };
     expect(() => consistencyFigures(recorded, [entry, entry], 5)).toThrow(/twice/);
+  });
+
+  // Turn 0 (positions 2-3) sampled at 0.7, turn 1 (position 5) at 1; both raw.
+  const mixed = new Map([['t0', { ...row, turnTemperature: [0.7, 1] }]]);
+  const trainer = [{ trajectory_id: 't0', layout: 'response' as const, logprobs: [Math.log(0.4), Math.log(0.25), -9, Math.log(0.6)] }];
+
+  it('compares only the tokens recorded at the stated temperature, and reports each other group apart', () => {
+    const at07 = consistencyFigures(mixed, trainer, 5, { temperature: 0.7, logprobs_mode: 'raw' });
+    expect(at07.compared).toEqual({ temperature: 0.7, logprobs_mode: 'raw' });
+    expect(at07.tokens).toBe(2);
+    expect(at07.mean_abs_prob_diff).toBeCloseTo((0.1 + 0) / 2, 12);
+    expect(at07.worst).toEqual([{ trajectory_id: 't0', tokens: 2, mean_abs_prob_diff: at07.mean_abs_prob_diff, max_abs_prob_diff: at07.max_abs_prob_diff }]);
+    expect(at07.groups.map((g) => [g.temperature, g.logprobs_mode, g.compared, g.tokens])).toEqual([
+      [0.7, 'raw', true, 2],
+      [1, 'raw', false, 1],
+    ]);
+    const at1 = consistencyFigures(mixed, trainer, 5, { temperature: 1 });
+    expect(at1.compared).toEqual({ temperature: 1, logprobs_mode: 'raw' });
+    expect(at1.tokens).toBe(1);
+    expect(at1.max_abs_prob_diff).toBeCloseTo(0.2, 12);
+  });
+
+  it('defaults to the one recorded temperature and mode, so a body that states none reads as before', () => {
+    const figures = consistencyFigures(recorded, trainer, 5);
+    expect(figures.compared).toEqual({ temperature: 1, logprobs_mode: 'raw' });
+    expect(figures.tokens).toBe(3);
+    // Rows exported before turns recorded them compare as one unrecorded group.
+    const old = consistencyFigures(new Map([['t0', { ...row, turnTemperature: [], turnLogprobsMode: [] }]]), trainer, 5);
+    expect(old.compared).toEqual({ temperature: null, logprobs_mode: null });
+    expect(old.tokens).toBe(3);
+  });
+
+  it('refuses, naming the values, a statement that leaves several temperatures open or matches no token', () => {
+    expect(() => consistencyFigures(mixed, trainer, 5)).toThrow(/several temperatures \(0\.7, 1\): state `temperature`/);
+    expect(() => consistencyFigures(recorded, trainer, 5, { logprobs_mode: 'processed' })).toThrow(
+      'no sampled token was recorded at temperature 1 with processed log-probs; the trajectories hold temperature 1 with raw log-probs',
+    );
+    expect(() => consistencyFigures(recorded, trainer, 5, { temperature: 0.7 })).toThrow(InvalidRequestError);
   });
 });
