@@ -176,13 +176,18 @@ export function consistencyFigures(
     }
   }
   const keys = [...groups.values()].map((g) => g.key);
+  // An unstated value is taken from the groups the stated one leaves, so `temperature` alone picks its group.
+  const candidates = keys.filter(
+    (k) => (stated.temperature === undefined || k.temperature === stated.temperature) && (stated.logprobs_mode === undefined || k.logprobs_mode === stated.logprobs_mode),
+  );
   const compared: SamplingKey = {
-    temperature: comparedValue(stated.temperature, keys, 'temperature', 'temperature'),
-    logprobs_mode: comparedValue(stated.logprobs_mode, keys, 'logprobs_mode', 'log-prob mode'),
+    temperature: comparedValue(stated.temperature, candidates, 'temperature', 'temperature'),
+    logprobs_mode: comparedValue(stated.logprobs_mode, candidates, 'logprobs_mode', 'log-prob mode'),
   };
   const match = groups.get(keyId(compared));
   if (keys.length > 0 && !match) {
-    throw new SamplingMismatchError(`no sampled token was recorded at ${describeKey(compared)}; the trajectories hold ${keys.map(describeKey).join('; ')}`);
+    const asked = `temperature ${stated.temperature ?? 'any'} with ${stated.logprobs_mode ?? 'any'} log-probs`;
+    throw new SamplingMismatchError(`no sampled token was recorded at ${asked}; the trajectories hold ${keys.map(describeKey).join('; ')}`);
   }
   const chosen: Group = match ?? { key: compared, rollout: [], trainer: [], perTrajectory: new Map() };
   const worst = [...chosen.perTrajectory.entries()]

@@ -169,7 +169,7 @@ describe('the HTTP batch API on a real stack', () => {
     // A trainer that recomputed at another temperature is told so, not given figures of unlike tokens.
     const unlike = await api('POST', `/v1/batches/${batchId}/logprobs`, { temperature: 0.7, trajectories: rows.map((r) => ({ trajectory_id: r.trajectory_id, logprobs: response(r, 0) })) });
     expect(unlike.status).toBe(400);
-    expect(unlike.json.error.message).toBe('no sampled token was recorded at temperature 0.7 with raw log-probs; the trajectories hold temperature 1 with raw log-probs');
+    expect(unlike.json.error.message).toBe('no sampled token was recorded at temperature 0.7 with any log-probs; the trajectories hold temperature 1 with raw log-probs');
 
     // One trajectory's trainer log-probs are lower by 0.5 on every sampled token.
     const victim = rows[rows.length - 1]!;
