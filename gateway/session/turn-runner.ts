@@ -4,6 +4,7 @@ import { isTimeout } from '../../scheduler/probe.js';
 import { routeChainId, type CallRouter, type RouteCall } from '../../scheduler/router.js';
 import { BackendError, type Backend, type GenerateRequest, type GenerateResult } from '../backends/backend.js';
 import { generateResumable, type PolicyGate } from '../policy/resumable.js';
+import { SAMPLING_DEFAULTS } from '../sampling-schema.js';
 import { toolsKeyOf, type AssistantMessage, type Chain } from './chain.js';
 import { planRequest, type ChainPlan } from './planner.js';
 import type { GatewaySession } from './session.js';
@@ -219,7 +220,9 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
   if (!('chain' in reserved)) return reserved;
   const { plan, keys, chain, release } = reserved;
   try {
-    const { budgets, sampling, homeInstance } = session.record.info;
+    const { budgets, homeInstance } = session.record.info;
+    // A session stored before a key existed (opened by an older gateway) takes its default, never the engine's.
+    const sampling = { ...SAMPLING_DEFAULTS, ...session.record.info.sampling };
     const { encoder, tokenizer } = deps.codec;
     const baseTokens = plan.kind === 'new' ? 0 : plan.baseTokens;
     let delta: number[];

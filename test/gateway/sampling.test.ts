@@ -96,4 +96,17 @@ describe('gateway: a session carries its sampling to the engine and records it p
     expect(lastSampling('vllm')).toMatchObject(NEUTRAL_VLLM);
     expect((await store.loadTurns('s-old-worker')).map((t) => t.logprobsMode)).toEqual(['raw']);
   });
+
+  it('a session an older gateway stored without the new keys gets the neutral defaults, not the engine’s', async () => {
+    const info = { ...sessionInfo(), sampling: { temperature: 1, topP: 1, maxTokens: 64 } as never };
+    await store.createSession({ sessionId: 's-stored-old', key: 'k-stored-old', episodeId: 's-stored-old', attempt: 0, info });
+    const r = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer k-stored-old' },
+      body: JSON.stringify({ model: 'x', messages: [{ role: 'user', content: 'Fix the widget please.' }] }),
+    });
+    expect(r.status).toBe(200);
+    expect(lastSampling('vllm')).toMatchObject(NEUTRAL_VLLM);
+    expect((await store.loadTurns('s-stored-old')).map((t) => [t.temperature, t.logprobsMode])).toEqual([[1, 'raw']]);
+  });
 });
