@@ -11,6 +11,7 @@
 import { createBackend } from '../gateway/backends/index.js';
 import type { BackendKind } from '../gateway/backends/backend.js';
 import type { Codec } from '../gateway/codec/index.js';
+import { SAMPLING_DEFAULTS } from '../gateway/sampling-schema.js';
 import {
   JudgeConfigError,
   JudgeUnavailableError,
@@ -61,7 +62,13 @@ export function createEngineJudge(options: EngineJudgeOptions): JudgeEngine {
             promptIds,
             maxTokens: request.maxTokens,
             temperature: request.temperature,
-            topP: 1,
+            // Untruncated, unpenalised: the judge's temperature is its only sampling knob.
+            topP: SAMPLING_DEFAULTS.topP,
+            topK: SAMPLING_DEFAULTS.topK,
+            minP: SAMPLING_DEFAULTS.minP,
+            presencePenalty: SAMPLING_DEFAULTS.presencePenalty,
+            frequencyPenalty: SAMPLING_DEFAULTS.frequencyPenalty,
+            repetitionPenalty: SAMPLING_DEFAULTS.repetitionPenalty,
             signal: AbortSignal.timeout(options.timeoutMs ?? 120_000),
           });
           if (out.finishReason === 'abort') {

@@ -18,11 +18,23 @@ export interface EpisodeLimits {
   commandTimeoutMs: number;
 }
 
+/** What log-probs the engine reports (gateway/sampling-schema.ts). */
+export type LogprobsMode = 'raw' | 'processed';
+
+/** Sampling parameters, every one sent to the engine explicitly (see gateway/sampling-schema.ts). */
 export interface Sampling {
   temperature: number;
   topP: number;
+  /** -1: off. */
+  topK: number;
+  minP: number;
+  presencePenalty: number;
+  frequencyPenalty: number;
+  repetitionPenalty: number;
   /** Default output tokens of one model call when the agent does not say. */
   maxTokens: number;
+  /** What log-probs the engine returns, recorded with each turn. */
+  logprobsMode: LogprobsMode;
 }
 
 /** How long an episode waits for hosts that may be dead (`worker.*` in the configuration). */

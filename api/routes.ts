@@ -72,7 +72,17 @@ function specOf(config: Config, body: S.CreateBatchBody): BatchSpec {
     maxStaleness: body.max_staleness,
     staleAction: body.stale_action,
     limits: defined({ maxTurns: l.max_turns, maxContextTokens: l.max_context_tokens, maxWallTimeMs: l.max_wall_time_ms, maxInfraAttempts: l.max_infra_attempts, commandTimeoutMs: l.command_timeout_ms }),
-    sampling: defined({ temperature: s.temperature, topP: s.top_p, maxTokens: s.max_tokens }),
+    sampling: defined({
+      temperature: s.temperature,
+      topP: s.top_p,
+      topK: s.top_k,
+      minP: s.min_p,
+      presencePenalty: s.presence_penalty,
+      frequencyPenalty: s.frequency_penalty,
+      repetitionPenalty: s.repetition_penalty,
+      maxTokens: s.max_tokens,
+      logprobsMode: s.logprobs_mode,
+    }),
   };
 }
 
@@ -185,7 +195,7 @@ export function apiRoutes(deps: RouteDeps): RouteSpec[] {
       url: '/v1/batches/:id/logprobs',
       summary: "Training-inference consistency: compare the trainer's log-probs with the rollout's",
       description:
-        'Compares, on sampled tokens, the probabilities the trainer recomputed with those the engine reported: Pearson correlation, mean/max/std absolute difference, and the worst trajectories. The report is stored with the batch, listed by GET /v1/batches/{id} and served at its `report_uri`.',
+        'Compares, on sampled tokens, the probabilities the trainer recomputed with those the engine reported: Pearson correlation, mean/max/std absolute difference, and the worst trajectories. Only tokens recorded at the temperature and log-prob mode the trainer states (`temperature`, `logprobs_mode`) are compared; every other group is reported separately in `groups`. The report is stored with the batch, listed by GET /v1/batches/{id} and served at its `report_uri`.',
       params: S.BatchParams,
       body: S.LogprobsBody,
       answer: S.LogprobReport,
@@ -195,7 +205,7 @@ export function apiRoutes(deps: RouteDeps): RouteSpec[] {
         const recorded = recordedTrajectories(await groupData(() => readGroupBatches(artifacts, groups)), wanted);
         const unknown = [...wanted].filter((id) => !recorded.has(id));
         if (unknown.length > 0) throw new UnknownTrajectoryError(params.id, unknown);
-        const figures = consistencyFigures(recorded, body.trajectories, body.top_k);
+        const figures = consistencyFigures(recorded, body.trajectories, body.top_k, { temperature: body.temperature, logprobs_mode: body.logprobs_mode });
         const createdAt = new Date();
         const reportId = randomUUID();
         const report: S.LogprobReport = { batch_id: params.id, report_uri: reportUri(params.id, reportId), created_at: createdAt.toISOString(), ...figures };

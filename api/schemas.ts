@@ -42,7 +42,17 @@ export const CreateBatchBody = z
       .optional()
       .describe('Each key given replaces the configured one.'),
     sampling: z
-      .object({ temperature: z.number().min(0).max(2), top_p: z.number().gt(0).max(1), max_tokens: z.number().int().positive() })
+      .object({
+        temperature: z.number().min(0).max(2),
+        top_p: z.number().gt(0).max(1),
+        top_k: z.number().int().min(-1).describe('-1: off.'),
+        min_p: z.number().min(0).max(1),
+        presence_penalty: z.number().min(-2).max(2),
+        frequency_penalty: z.number().min(-2).max(2),
+        repetition_penalty: z.number().gt(0).max(2),
+        max_tokens: z.number().int().positive(),
+        logprobs_mode: z.enum(['raw', 'processed']).describe('What log-probs the engines return: `raw` (vLLM default) or `processed` (`--logprobs-mode processed_logprobs`).'),
+      })
       .partial()
       .strict()
       .optional()
@@ -145,6 +155,16 @@ export const LogprobsBody = z
       )
       .min(1),
     top_k: z.number().int().min(1).max(1000).default(5).describe('Worst trajectories to list.'),
+    temperature: z
+      .number()
+      .min(0)
+      .max(2)
+      .optional()
+      .describe('Sampling temperature of the tokens to compare, the one the trainer recomputed at (raw log-probs are before temperature: compare those with unscaled trainer log-probs). Default: the one temperature the given tokens were sampled at (a 400 when they hold several).'),
+    logprobs_mode: z
+      .enum(['raw', 'processed'])
+      .optional()
+      .describe('Whether the trainer recomputed raw log-probs (before temperature and truncation) or processed ones; only tokens recorded in that mode are compared. Default: the one mode recorded.'),
   })
   .strict();
 export type LogprobsBody = z.infer<typeof LogprobsBody>;
@@ -156,17 +176,35 @@ export const TrajectoryDiff = z.object({
   max_abs_prob_diff: z.number(),
 });
 
+const SamplingKey = {
+  temperature: z.number().nullable().describe('Sampling temperature of the tokens (null: recorded before turns kept it).'),
+  logprobs_mode: z.string().nullable().describe('`raw` or `processed` log-probs (null: recorded before turns kept it).'),
+};
+
+const GroupFigures = z.object({
+  ...SamplingKey,
+  compared: z.boolean().describe('Whether these are the tokens of the headline figures.'),
+  trajectories: z.number().int(),
+  tokens: z.number().int(),
+  pearson: z.number().nullable(),
+  mean_abs_prob_diff: z.number(),
+  max_abs_prob_diff: z.number(),
+  std_abs_prob_diff: z.number(),
+});
+
 export const LogprobReport = z.object({
   batch_id: z.string(),
   report_uri: z.string(),
   created_at: z.string(),
-  trajectories: z.number().int(),
+  compared: z.object(SamplingKey).describe('The temperature and log-prob mode compared: the headline figures cover only tokens recorded at them.'),
+  trajectories: z.number().int().describe('Trajectories holding compared tokens.'),
   tokens: z.number().int().describe('Sampled tokens compared.'),
   pearson: z.number().nullable().describe('Pearson correlation of rollout and trainer token probabilities (null under 2 tokens or no variance).'),
   mean_abs_prob_diff: z.number(),
   max_abs_prob_diff: z.number(),
   std_abs_prob_diff: z.number(),
   worst: z.array(TrajectoryDiff).describe('Trajectories with the largest mean absolute probability difference.'),
+  groups: z.array(GroupFigures).describe('Every (temperature, log-prob mode) of the given sampled tokens, each with its own figures, never mixed into the headline ones.'),
 });
 export type LogprobReport = z.infer<typeof LogprobReport>;
 

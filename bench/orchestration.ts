@@ -21,6 +21,7 @@ import { DirectoryArtifacts, SqliteStore } from '../trajectory/index.js';
 import { installWorkerRuntime } from '../workers/worker.js';
 import { createNoopActivities, EPISODE_ACTIVITIES } from './noop-activities.js';
 import { freePort } from '../stack/ports.js';
+import { SAMPLING_DEFAULTS } from '../gateway/sampling-schema.js';
 
 const EPISODES = Number(process.env.BENCH_EPISODES ?? 200);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
@@ -28,7 +29,7 @@ const TASK_QUEUE = 'bench-orchestration';
 const HOST_QUEUE = `${TASK_QUEUE}-host`;
 
 const limits = { maxTurns: 4, maxContextTokens: 32_768, maxWallTimeMs: 600_000, maxInfraAttempts: 3, commandTimeoutMs: 60_000 };
-const sampling = { temperature: 1, topP: 1, maxTokens: 1024 };
+const sampling = { ...SAMPLING_DEFAULTS, maxTokens: 1024 };
 
 async function timed(label: string, run: () => Promise<unknown>): Promise<number> {
   const started = performance.now();

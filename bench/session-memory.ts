@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { loadCodec } from '../gateway/codec/index.js';
 import { buildGateway } from '../gateway/server.js';
 import { SqliteStore, type SessionInfo } from '../trajectory/index.js';
+import { SAMPLING_DEFAULTS } from '../gateway/sampling-schema.js';
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 100);
 const TURNS = Number(process.env.BENCH_TURNS ?? 16);
@@ -51,7 +52,7 @@ async function runSession(url: string, s: number): Promise<{ sessionId: string; 
   const info: SessionInfo = {
     batchId: 'mem', taskId: 'mem', groupId: 'mem.g0', episodeIndex: s, agentName: 'mem', homeInstance: 'e0',
     budgets: { maxTurns: TURNS + 1, maxContextTokens: 65_536, maxWallTimeMs: 3_600_000 },
-    sampling: { temperature: 1, topP: 1, maxTokens: 64 },
+    sampling: { ...SAMPLING_DEFAULTS, maxTokens: 64 },
   };
   const open = await fetch(`${url}/admin/v1/sessions`, { method: 'POST', headers: admin, body: JSON.stringify({ sessionId, episodeId: sessionId, attempt: 0, info }) });
   if (!open.ok) throw new Error(`opening session ${s} answered ${open.status}: ${await open.text()}`);

@@ -26,6 +26,7 @@ import { freePort } from '../stack/ports.js';
 import { PostgresStore } from '../trajectory/store/postgres.js';
 import { SqliteStore } from '../trajectory/store/sqlite.js';
 import type { SessionInfo, Store, StoredTurn } from '../trajectory/store/types.js';
+import { SAMPLING_DEFAULTS } from '../gateway/sampling-schema.js';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const SESSIONS = env('BENCH_SESSIONS', 256);
@@ -43,7 +44,7 @@ const INFO: SessionInfo = {
   agentName: 'builtin',
   homeInstance: 'sim-0',
   budgets: { maxTurns: TURNS, maxContextTokens: TURNS * (PROMPT + SAMPLED), maxWallTimeMs: 3_600_000 },
-  sampling: { temperature: 1, topP: 1, maxTokens: SAMPLED },
+  sampling: { ...SAMPLING_DEFAULTS, maxTokens: SAMPLED },
 };
 
 /** A deterministic stream of token ids over a Qwen-sized vocabulary (xorshift). */
@@ -75,6 +76,8 @@ function makeTurn(session: number, seq: number): StoredTurn {
     logprobs: sampled.map((t) => -(t % 1000) / 100),
     finishReason: 'tool_calls',
     cachedTokens: seq * (PROMPT + SAMPLED),
+    temperature: 1,
+    logprobsMode: 'raw',
     version: 1,
     sampledVersions: sampled.map(() => 1),
     tLlmS: 0.5,

@@ -6,6 +6,7 @@ import { Name } from './limits.js';
 import { MAX_POLICY_VERSION, PolicyVersionError, type PolicyControl } from './policy/policy-control.js';
 import { LOCAL_SCOPE, type PolicyFanOut } from './policy/fan-out.js';
 import { ProcessStats } from './process-stats.js';
+import { SamplingSchema } from './sampling-schema.js';
 import { GatewayError } from './session/errors.js';
 import type { SessionManager } from './session/session-manager.js';
 import type { CallRouter } from '../scheduler/router.js';
@@ -26,11 +27,8 @@ const OpenSessionBody = z.object({
       maxContextTokens: z.number().int().positive(),
       maxWallTimeMs: z.number().int().positive(),
     }),
-    sampling: z.object({
-      temperature: z.number().min(0).max(2),
-      topP: z.number().gt(0).max(1),
-      maxTokens: z.number().int().positive(),
-    }),
+    // Keys an older worker does not send take their defaults.
+    sampling: SamplingSchema,
   }),
 });
 export type OpenSessionBody = z.infer<typeof OpenSessionBody>;

@@ -8,6 +8,7 @@ import { EPISODE_TIMEOUT_DEFAULTS } from '../workflows/episode-timeouts.js';
 import { BOUND_DEFAULTS, type BatchBounds } from '../workflows/batch-bounds.js';
 import { REPLICA_DEFAULTS } from '../gateway/replica/options.js';
 import { GATEWAY_OUTAGE_DEFAULT_MS } from '../gateway/client/outage.js';
+import { SamplingSchema } from '../gateway/sampling-schema.js';
 import { FixedAnswerSchema } from '../engine-sim/script.js';
 import type { EpisodeLimits } from '../activities/types.js';
 import { ScreenConfigSchema } from '../tasks/reward/screen/config.js';
@@ -298,13 +299,8 @@ export const ConfigSchema = z
         gatewayOutageMs: z.number().int().positive().default(GATEWAY_OUTAGE_DEFAULT_MS),
       })
       .prefault({}),
-    sampling: z
-      .object({
-        temperature: z.number().min(0).max(2).default(1),
-        topP: z.number().gt(0).max(1).default(1),
-        maxTokens: z.number().int().positive().default(4096),
-      })
-      .prefault({}),
+    /** Every key is sent to the engine on every request (gateway/sampling-schema.ts has each default). */
+    sampling: SamplingSchema.prefault({}),
     batch: z
       .object({
         tasks: z.string().default('builtin'),

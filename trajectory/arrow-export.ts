@@ -2,6 +2,7 @@ import {
   Bool,
   Field,
   Float32,
+  Float64,
   Int32,
   LargeUtf8,
   List,
@@ -15,6 +16,8 @@ import {
 import type { TrajectoryRow } from './row.js';
 
 const listOf = (type: DataType): List => new List(new Field('item', type, false));
+/** Items are null for turns recorded before the value was kept. */
+const listOfNullable = (type: DataType): List => new List(new Field('item', type, true));
 
 /** Arrow types of the trajectory columns, in the order of the spec. */
 export const TRAJECTORY_COLUMNS: { [K in keyof TrajectoryRow]: DataType } = {
@@ -41,6 +44,9 @@ export const TRAJECTORY_COLUMNS: { [K in keyof TrajectoryRow]: DataType } = {
   turn_starts: listOf(new Int32()),
   turn_finish_reason: listOf(new Utf8()),
   turn_cached_tokens: listOf(new Int32()),
+  // float64: the temperature exactly as requested, so a trainer's stated value matches it.
+  turn_temperature: listOfNullable(new Float64()),
+  turn_logprobs_mode: listOfNullable(new Utf8()),
   reward: new Float32(),
   reward_info: new Utf8(),
   finished: new Bool(),

@@ -92,6 +92,8 @@ function buildRow(
     turn_starts: turnStarts,
     turn_finish_reason: finishReasons,
     turn_cached_tokens: live.map((t) => t.cachedTokens),
+    turn_temperature: live.map((t) => t.temperature),
+    turn_logprobs_mode: live.map((t) => t.logprobsMode),
     reward: episode.reward ?? 0,
     reward_info: JSON.stringify(episode.rewardInfo),
     finished: episode.terminationReason === 'stop',

@@ -23,6 +23,10 @@ export interface TrajectoryRow {
   turn_starts: number[];
   turn_finish_reason: string[];
   turn_cached_tokens: number[];
+  /** Temperature each turn was sampled at; null for a turn recorded before it was kept. */
+  turn_temperature: (number | null)[];
+  /** What log-probs each turn's `logprobs` are: `raw` or `processed`; null for a turn recorded before it was kept. */
+  turn_logprobs_mode: (string | null)[];
   reward: number;
   reward_info: string;
   finished: boolean;

@@ -17,7 +17,7 @@ export const BATCH_DEFAULTS = {
   maxStaleness: null,
   staleAction: 'drop',
   limits: { maxTurns: 30, maxContextTokens: 32_768, maxWallTimeMs: 30 * 60 * 1000, maxInfraAttempts: 3, commandTimeoutMs: 60_000 },
-  sampling: { temperature: 1, topP: 1, maxTokens: 4096 },
+  sampling: { temperature: 1, topP: 1, topK: -1, minP: 0, presencePenalty: 0, frequencyPenalty: 0, repetitionPenalty: 1, maxTokens: 4096, logprobsMode: 'raw' },
   timeouts: EPISODE_TIMEOUT_DEFAULTS,
 } as const satisfies Omit<BatchInput, 'batchId' | 'taskIds' | 'n'>;
 
@@ -41,7 +41,8 @@ function merged<T extends object>(defaults: T, given: Partial<T> | undefined, na
   const out = { ...defaults };
   for (const key of Object.keys(given) as (keyof T)[]) {
     check(key in defaults, `${name}.${String(key)} is not a known key`);
-    check(typeof given[key] === 'number' && Number.isFinite(given[key]), `${name}.${String(key)} must be a number`);
+    if (typeof defaults[key] === 'string') check(typeof given[key] === 'string', `${name}.${String(key)} must be a string`);
+    else check(typeof given[key] === 'number' && Number.isFinite(given[key]), `${name}.${String(key)} must be a number`);
     out[key] = given[key] as T[keyof T];
   }
   return out;
@@ -68,6 +69,7 @@ export function resolveBatchRequest(request: BatchRequest, workflowId: string): 
     check(request.filterUniformGroups === undefined || typeof request.filterUniformGroups === 'boolean', 'filterUniformGroups must be a boolean');
     const limits: EpisodeLimits = merged<EpisodeLimits>(BATCH_DEFAULTS.limits, request.limits, 'limits');
     const sampling: Sampling = merged<Sampling>(BATCH_DEFAULTS.sampling, request.sampling, 'sampling');
+    check(sampling.logprobsMode === 'raw' || sampling.logprobsMode === 'processed', 'sampling.logprobsMode must be raw or processed');
     const timeouts: EpisodeTimeouts = merged<EpisodeTimeouts>(BATCH_DEFAULTS.timeouts, request.timeouts, 'timeouts');
     const batchId = request.batchId ?? workflowId;
     check(isSafeId(batchId), `batch id ${JSON.stringify(batchId)} is not valid: ${ID_RULE}`);

@@ -5,6 +5,12 @@ export interface GenerateRequest {
   maxTokens: number;
   temperature: number;
   topP: number;
+  /** -1: off. Sent like every parameter here, so the engine's generation_config cannot add one. */
+  topK: number;
+  minP: number;
+  presencePenalty: number;
+  frequencyPenalty: number;
+  repetitionPenalty: number;
   /** Aborts the engine request (client disconnected, budget hit). */
   signal?: AbortSignal;
   /** Called as tokens arrive, for streaming to the client. */

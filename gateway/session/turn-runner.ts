@@ -4,6 +4,7 @@ import { isTimeout } from '../../scheduler/probe.js';
 import { routeChainId, type CallRouter, type RouteCall } from '../../scheduler/router.js';
 import { BackendError, type Backend, type GenerateRequest, type GenerateResult } from '../backends/backend.js';
 import { generateResumable, type PolicyGate } from '../policy/resumable.js';
+import { SAMPLING_DEFAULTS } from '../sampling-schema.js';
 import { toolsKeyOf, type AssistantMessage, type Chain } from './chain.js';
 import { planRequest, type ChainPlan } from './planner.js';
 import type { GatewaySession } from './session.js';
@@ -221,7 +222,9 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
   if (!('chain' in reserved)) return reserved;
   const { plan, keys, chain, release } = reserved;
   try {
-    const { budgets, sampling, homeInstance } = session.record.info;
+    const { budgets, homeInstance } = session.record.info;
+    // A session stored before a key existed (opened by an older gateway) takes its default, never the engine's.
+    const sampling = { ...SAMPLING_DEFAULTS, ...session.record.info.sampling };
     const { encoder, tokenizer } = deps.codec;
     const baseTokens = plan.kind === 'new' ? 0 : plan.baseTokens;
     let delta: number[];
@@ -247,14 +250,20 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
     input.onPrompt?.(prompt.length);
     const started = performance.now();
     const maxTokens = Math.min(input.maxTokens ?? sampling.maxTokens, room);
+    const temperature = input.temperature ?? sampling.temperature;
     const result = await generateResumable(
       deps.policy,
       { chainId: routeChainId(session.record.sessionId, chain.index), promptIds: prompt, expectedOutputTokens: maxTokens, home: homeInstance },
       {
         promptIds: prompt,
         maxTokens,
-        temperature: input.temperature ?? sampling.temperature,
+        temperature,
         topP: input.topP ?? sampling.topP,
+        topK: sampling.topK,
+        minP: sampling.minP,
+        presencePenalty: sampling.presencePenalty,
+        frequencyPenalty: sampling.frequencyPenalty,
+        repetitionPenalty: sampling.repetitionPenalty,
         signal: input.signal,
         onTokens: input.onTokens,
       },
@@ -283,6 +292,8 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
           // A turn a pause cut and resumed is marked so (trajectory spec), whatever ended it.
           finishReason: result.resumed ? 'abort_resumed' : finishReason === 'tool_calls' ? 'tool_call' : finishReason,
           cachedTokens: result.cachedTokens,
+          temperature,
+          logprobsMode: sampling.logprobsMode,
           version: result.versions.at(-1) ?? deps.policy.current().version,
           sampledVersions: result.versions,
           tLlmS: (performance.now() - started) / 1000,

@@ -18,6 +18,7 @@ import { scriptForTask } from '../../tasks/solution-script.js';
 import { SqliteStore, type Store, type StoredTurn } from '../../trajectory/index.js';
 import { openTestSession, sessionInfo, startTestGateway } from '../helpers/gateway.js';
 import { testCodec, testEngineTokenizer } from '../helpers/stack.js';
+import { SAMPLING_DEFAULTS } from '../../gateway/sampling-schema.js';
 
 const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -99,7 +100,7 @@ export async function runAgentEpisode(
       groupId: 'agents.g0',
       agentName,
       budgets: { maxTurns: 40, maxContextTokens: MAX_CONTEXT_TOKENS, maxWallTimeMs: 600_000 },
-      sampling: { temperature: 1, topP: 1, maxTokens: 4096 },
+      sampling: { ...SAMPLING_DEFAULTS, maxTokens: 4096 },
     }),
   );
   const task = stack.tasks.get(taskId)!;

@@ -163,6 +163,13 @@ describe('the HTTP batch API on a real stack', () => {
     const tokens = rows.reduce((sum, r) => sum + sampled(r).length, 0);
     expect(exact.json).toMatchObject({ batch_id: batchId, trajectories: rows.length, tokens, mean_abs_prob_diff: 0, max_abs_prob_diff: 0 });
     expect(exact.json.pearson).toBeCloseTo(1, 9);
+    // Every turn ran at the configured temperature with the engine's raw log-probs: one group, the one compared.
+    expect(exact.json.compared).toEqual({ temperature: 1, logprobs_mode: 'raw' });
+    expect(exact.json.groups).toEqual([expect.objectContaining({ temperature: 1, logprobs_mode: 'raw', compared: true, tokens })]);
+    // A trainer that recomputed at another temperature is told so, not given figures of unlike tokens.
+    const unlike = await api('POST', `/v1/batches/${batchId}/logprobs`, { temperature: 0.7, trajectories: rows.map((r) => ({ trajectory_id: r.trajectory_id, logprobs: response(r, 0) })) });
+    expect(unlike.status).toBe(400);
+    expect(unlike.json.error.message).toBe('no sampled token was recorded at temperature 0.7 with any log-probs; the trajectories hold temperature 1 with raw log-probs');
 
     // One trajectory's trainer log-probs are lower by 0.5 on every sampled token.
     const victim = rows[rows.length - 1]!;

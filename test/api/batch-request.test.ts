@@ -46,6 +46,8 @@ describe('the batch request a trainer sends by name', () => {
     expect(input.sampling).toEqual({ ...BATCH_DEFAULTS.sampling, temperature: 0 });
     expect(resolveBatchRequest({ taskIds: ['a'], n: 1, timeouts: { scheduleToStartMs: 10_000 } }, 'wf').timeouts).toEqual({ ...BATCH_DEFAULTS.timeouts, scheduleToStartMs: 10_000 });
     expect(input).toMatchObject({ staleAction: 'rerun', maxStaleness: 1 });
+    const exact = resolveBatchRequest({ taskIds: ['a'], n: 1, sampling: { topK: 20, logprobsMode: 'processed' } }, 'wf').sampling;
+    expect(exact).toEqual({ ...BATCH_DEFAULTS.sampling, topK: 20, logprobsMode: 'processed' });
   });
 
   it.each([
@@ -56,6 +58,8 @@ describe('the batch request a trainer sends by name', () => {
     [{ taskIds: ['a'], n: 1, maxStaleness: -1 }, 'maxStaleness'],
     [{ taskIds: ['a'], n: 1, limits: { maxTurn: 3 } }, 'limits.maxTurn'],
     [{ taskIds: ['a'], n: 1, sampling: { temperature: '1' } }, 'sampling.temperature'],
+    [{ taskIds: ['a'], n: 1, sampling: { logprobsMode: 'logits' } }, 'sampling.logprobsMode must be raw or processed'],
+    [{ taskIds: ['a'], n: 1, sampling: { logprobsMode: 1 } }, 'sampling.logprobsMode must be a string'],
     [{ task_ids: ['a'], n: 1 }, 'taskIds'],
     [{ taskIds: ['a'], n: 65 }, 'n is 65, above bounds.maxSamplesPerTask = 64'],
     [{ taskIds: ['a'], n: 1_000_000_000 }, 'bounds.maxSamplesPerTask'],

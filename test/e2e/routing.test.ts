@@ -6,6 +6,7 @@ import { createRouter, type Router } from '../../scheduler/router.js';
 import type { Store } from '../../trajectory/index.js';
 import { openTestSession, sessionInfo, SHELL_TOOLS, startTestGateway, tempStore, widgetScript } from '../helpers/gateway.js';
 import { testCodec, testEngineTokenizer } from '../helpers/stack.js';
+import { SAMPLING_DEFAULTS } from '../../gateway/sampling-schema.js';
 
 const FULL_KV = 16_384;
 const tools = SHELL_TOOLS;
@@ -226,7 +227,7 @@ describe("the router's token-level admission behind the gateway", () => {
 
   /** A long streamed answer on g0 that reserves most of its memory until aborted. */
   async function startHog(sessionId: string) {
-    const hogKey = await openTestSession(gatedUrl, sessionId, sessionInfo({ homeInstance: 'g0', sampling: { temperature: 1, topP: 1, maxTokens: 1_500 } }));
+    const hogKey = await openTestSession(gatedUrl, sessionId, sessionInfo({ homeInstance: 'g0', sampling: { ...SAMPLING_DEFAULTS, maxTokens: 1_500 } }));
     const hogAbort = new AbortController();
     const hogReply = fetch(`${gatedUrl}/v1/chat/completions`, {
       method: 'POST',
@@ -241,7 +242,7 @@ describe("the router's token-level admission behind the gateway", () => {
   it('holds a call while the engine is full and sends it once the call filling it ends', async () => {
     const { hogAbort, hogReply } = await startHog('hog');
 
-    const key = await openTestSession(gatedUrl, 'w0', sessionInfo({ homeInstance: 'g0', sampling: { temperature: 1, topP: 1, maxTokens: 1_000 } }));
+    const key = await openTestSession(gatedUrl, 'w0', sessionInfo({ homeInstance: 'g0', sampling: { ...SAMPLING_DEFAULTS, maxTokens: 1_000 } }));
     let answered = false;
     const reply = fetch(`${gatedUrl}/v1/chat/completions`, {
       method: 'POST',
@@ -269,7 +270,7 @@ describe("the router's token-level admission behind the gateway", () => {
     const { hogAbort, hogReply } = await startHog('hog2');
     const received = sim.stats().requestsReceived;
 
-    const key = await openTestSession(gatedUrl, 'w1', sessionInfo({ homeInstance: 'g0', sampling: { temperature: 1, topP: 1, maxTokens: 1_000 } }));
+    const key = await openTestSession(gatedUrl, 'w1', sessionInfo({ homeInstance: 'g0', sampling: { ...SAMPLING_DEFAULTS, maxTokens: 1_000 } }));
     const gone = new AbortController();
     const reply = fetch(`${gatedUrl}/v1/chat/completions`, {
       method: 'POST',

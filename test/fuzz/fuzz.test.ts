@@ -7,6 +7,7 @@ import { startTestEngines, testConfig, type TestEngines } from '../helpers/stack
 import { Prng } from './prng.js';
 import { generateRequest, type FuzzRequest, type FuzzTargets } from './requests.js';
 import { describeRequest, send, type FuzzOutcome } from './send.js';
+import { SAMPLING_DEFAULTS } from '../../gateway/sampling-schema.js';
 
 /**
  * Thousands of malformed requests against every route of the gateway and the batch API, on
@@ -113,7 +114,7 @@ beforeAll(async () => {
     sessionId: 'fuzz-session',
     episodeId: 'fuzz-session',
     attempt: 0,
-    info: { batchId: 'fuzz', taskId: 'fuzz', groupId: 'fuzz', episodeIndex: 0, agentName: 'fuzz', homeInstance: 'sim-0', budgets: { maxTurns: 1_000_000, maxContextTokens: 1, maxWallTimeMs: 600_000 }, sampling: { temperature: 1, topP: 1, maxTokens: 16 } },
+    info: { batchId: 'fuzz', taskId: 'fuzz', groupId: 'fuzz', episodeIndex: 0, agentName: 'fuzz', homeInstance: 'sim-0', budgets: { maxTurns: 1_000_000, maxContextTokens: 1, maxWallTimeMs: 600_000 }, sampling: { ...SAMPLING_DEFAULTS, maxTokens: 16 } },
   });
   heapBefore = heapUsed();
   await fuzz({ sessionKey: key as string, adminToken: ADMIN_TOKEN, apiToken: API_TOKEN, batchId, maxBodyBytes: MAX_BODY_BYTES });

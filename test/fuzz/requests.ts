@@ -1,5 +1,6 @@
 import { encode, mutateText, mutateValue } from './mutate.js';
 import type { Prng } from './prng.js';
+import { SAMPLING_DEFAULTS } from '../../gateway/sampling-schema.js';
 
 /** One generated request, sent with fetch (or over a raw socket when `raw` is set). */
 export interface FuzzRequest {
@@ -182,7 +183,7 @@ function adminRequest(rng: Prng, targets: FuzzTargets): FuzzRequest {
     sessionId: 'fuzz-open',
     episodeId: 'fuzz-open',
     attempt: 0,
-    info: { batchId: 'fuzz', taskId: 't', groupId: 'g', episodeIndex: 0, agentName: 'fuzz', homeInstance: 'sim-0', budgets: { maxTurns: 1, maxContextTokens: 1, maxWallTimeMs: 1000 }, sampling: { temperature: 1, topP: 1, maxTokens: 1 } },
+    info: { batchId: 'fuzz', taskId: 't', groupId: 'g', episodeIndex: 0, agentName: 'fuzz', homeInstance: 'sim-0', budgets: { maxTurns: 1, maxContextTokens: 1, maxWallTimeMs: 1000 }, sampling: { ...SAMPLING_DEFAULTS, maxTokens: 1 } },
   };
   switch (rng.int(0, 4)) {
     case 0:

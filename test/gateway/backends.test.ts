@@ -22,6 +22,8 @@ const LONG = {
   wanderProbability: 0,
 };
 const KINDS: BackendKind[] = ['vllm', 'sglang'];
+/** Every sampling parameter of a request, at its no-truncation, no-penalty value. */
+const UNTRUNCATED = { temperature: 1, topP: 1, topK: -1, minP: 0, presencePenalty: 0, frequencyPenalty: 0, repetitionPenalty: 1 };
 
 const engines = useEngineSims(11);
 const { start } = engines;
@@ -36,9 +38,9 @@ const backend = (kind: BackendKind, sim: EngineSim): Backend =>
 /** Two turns of the scripted task, each prompt extending the last with what was sampled. */
 async function episode(b: Backend): Promise<GenerateResult[]> {
   const prompt0 = firstPrompt(tk, TASK);
-  const turn0 = await b.generate({ promptIds: prompt0, maxTokens: 300, temperature: 1, topP: 1 });
+  const turn0 = await b.generate({ promptIds: prompt0, maxTokens: 300, ...UNTRUNCATED });
   const prompt1 = nextPrompt(tk, prompt0, turn0.ids, 'calc.py test_calc.py');
-  const turn1 = await b.generate({ promptIds: prompt1, maxTokens: 300, temperature: 1, topP: 1 });
+  const turn1 = await b.generate({ promptIds: prompt1, maxTokens: 300, ...UNTRUNCATED });
   return [turn0, turn1];
 }
 
@@ -75,7 +77,7 @@ describe('VllmBackend and SglangBackend against engine-sim', () => {
     try {
       // A long prompt: an echo of it would outweigh everything else in the stream.
       const prompt = Uint32Array.from(firstPrompt(tk, `long ${'context '.repeat(4000)}`));
-      const result = await backend('vllm', { ...sim, url: proxy.url }).generate({ promptIds: prompt, maxTokens: 50, temperature: 1, topP: 1 });
+      const result = await backend('vllm', { ...sim, url: proxy.url }).generate({ promptIds: prompt, maxTokens: 50, ...UNTRUNCATED });
       const [seen] = proxy.recorded;
       expect(seen!.promptIds).toEqual(Array.from(prompt));
       expect(seen!.request).toMatchObject({ logprobs: 0, return_tokens_as_token_ids: true });
@@ -102,8 +104,7 @@ describe('VllmBackend and SglangBackend against engine-sim', () => {
     const result = await b.generate({
       promptIds: firstPrompt(tk, TASK),
       maxTokens: 300,
-      temperature: 1,
-      topP: 1,
+      ...UNTRUNCATED,
       onTokens: (ids, logprobs) => calls.push({ ids, logprobs }),
     });
     expect(calls.length).toBeGreaterThan(1);
@@ -115,8 +116,7 @@ describe('VllmBackend and SglangBackend against engine-sim', () => {
     const result = await backend(kind, await start()).generate({
       promptIds: firstPrompt(tk, TASK),
       maxTokens: 7,
-      temperature: 1,
-      topP: 1,
+      ...UNTRUNCATED,
     });
     expect(result.finishReason).toBe('length');
     expect(result.ids).toHaveLength(7);
@@ -130,8 +130,7 @@ describe('VllmBackend and SglangBackend against engine-sim', () => {
     const result = await backend(kind, sim).generate({
       promptIds: firstPrompt(tk, 'a long one'),
       maxTokens: 5000,
-      temperature: 1,
-      topP: 1,
+      ...UNTRUNCATED,
       signal: controller.signal,
       onTokens: (ids) => {
         received += ids.length;
@@ -163,8 +162,7 @@ describe('VllmBackend and SglangBackend against engine-sim', () => {
     const result = await backend(kind, sim).generate({
       promptIds: firstPrompt(tk, TASK),
       maxTokens: 50,
-      temperature: 1,
-      topP: 1,
+      ...UNTRUNCATED,
       signal: AbortSignal.abort(),
     });
     expect(result).toMatchObject({ ids: [], logprobs: [], finishReason: 'abort' });
@@ -175,7 +173,7 @@ describe('VllmBackend and SglangBackend against engine-sim', () => {
     const sim = await start({ kvCapacityTokens: 1024 });
     const b = backend(kind, sim);
     const ask = (promptIds: number[], maxTokens = 50) =>
-      b.generate({ promptIds, maxTokens, temperature: 1, topP: 1 });
+      b.generate({ promptIds, maxTokens, ...UNTRUNCATED });
     // A 400 for a malformed prompt.
     await expect(ask([1, -5])).rejects.toSatisfy(
       // The request's fault: the client gets a 400 and the router does not fail over on it.
@@ -188,7 +186,7 @@ describe('VllmBackend and SglangBackend against engine-sim', () => {
     await sim.close();
     const gone = createBackend({ kind, url }, MODEL);
     await expect(
-      gone.generate({ promptIds: firstPrompt(tk, 'hi'), maxTokens: 5, temperature: 1, topP: 1 }),
+      gone.generate({ promptIds: firstPrompt(tk, 'hi'), maxTokens: 5, ...UNTRUNCATED }),
     ).rejects.toSatisfy((e) => e instanceof BackendError && e.status === 503);
   });
 });

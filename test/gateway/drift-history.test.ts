@@ -14,6 +14,8 @@ function turn(chainIndex: number, seq: number, messages: ChatMessage[], reply: s
     logprobs: [-0.5],
     finishReason: 'stop',
     cachedTokens: 0,
+    temperature: 1,
+    logprobsMode: 'raw',
     version: 0,
     sampledVersions: [0],
     tLlmS: 0,

@@ -6,6 +6,7 @@ import { expect } from 'vitest';
 import { buildGateway, type EngineInstance, type GatewayOptions } from '../../gateway/server.js';
 import { SqliteStore, type Store, type SessionInfo } from '../../trajectory/index.js';
 import type { Codec } from '../../gateway/codec/index.js';
+import { SAMPLING_DEFAULTS } from '../../gateway/sampling-schema.js';
 import { testCodec } from './stack.js';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token';
@@ -45,7 +46,7 @@ export function sessionInfo(overrides: Partial<SessionInfo> & { maxTurns?: numbe
     agentName: 'test',
     homeInstance: 'e0',
     budgets: { maxTurns, maxContextTokens: 32_768, maxWallTimeMs: 600_000 },
-    sampling: { temperature: 1, topP: 1, maxTokens: 512 },
+    sampling: { ...SAMPLING_DEFAULTS, maxTokens: 512 },
     ...rest,
   };
 }

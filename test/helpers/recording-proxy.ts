@@ -12,6 +12,12 @@ export interface RecordedCompletion {
   logprobs: number[];
 }
 
+/** A JSON request body sent to the engine, on any path (SGLang's `/generate` too). */
+export interface PostedBody {
+  path: string;
+  body: Record<string, unknown>;
+}
+
 /**
  * A real HTTP proxy in front of an engine that records every `/v1/completions` answer, so tests
  * can compare what the gateway stored with what the engine actually sent.
@@ -19,12 +25,14 @@ export interface RecordedCompletion {
 export async function startRecordingProxy(
   target: string,
   recorded: RecordedCompletion[] = [],
-): Promise<{ url: string; recorded: RecordedCompletion[]; close(): Promise<void> }> {
+): Promise<{ url: string; recorded: RecordedCompletion[]; posted: PostedBody[]; close(): Promise<void> }> {
+  const posted: PostedBody[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
       const body = Buffer.concat(chunks);
+      if (req.method === 'POST' && body.length > 0) posted.push({ path: req.url ?? '', body: JSON.parse(body.toString()) as Record<string, unknown> });
       const upstream = await fetch(`${target}${req.url}`, { method: req.method, headers: { 'content-type': 'application/json' }, body: req.method === 'GET' ? undefined : body });
       res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json' });
       const text = await upstream.text();
@@ -53,6 +61,7 @@ export async function startRecordingProxy(
   return {
     url: `http://127.0.0.1:${port}`,
     recorded,
+    posted,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }

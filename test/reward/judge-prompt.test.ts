@@ -4,6 +4,7 @@ import { MAX_REASON_CHARS, parseVerdict } from '../../tasks/reward/judge/verdict
 import { sessionTranscript } from '../../trajectory/index.js';
 import { MAX_RUBRIC_CHARS, RewardSpecSchema } from '../../tasks/schema.js';
 import { tempStore } from '../helpers/gateway.js';
+import { SAMPLING_DEFAULTS } from '../../gateway/sampling-schema.js';
 
 describe('parseVerdict', () => {
   it('reads one JSON object of the format, fenced or not', () => {
@@ -130,7 +131,7 @@ describe('sessionTranscript', () => {
         agentName: 'a',
         homeInstance: 'i',
         budgets: { maxTurns: 1, maxContextTokens: 1, maxWallTimeMs: 1 },
-        sampling: { temperature: 1, topP: 1, maxTokens: 1 },
+        sampling: { ...SAMPLING_DEFAULTS, maxTokens: 1 },
       },
     });
     const turn = (
@@ -149,6 +150,8 @@ describe('sessionTranscript', () => {
       logprobs: [0],
       finishReason: 'stop',
       cachedTokens: 0,
+      temperature: 1,
+      logprobsMode: 'raw' as const,
       version: 0,
       sampledVersions: [0],
       tLlmS: 0,

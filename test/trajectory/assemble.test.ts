@@ -37,6 +37,8 @@ function turn(seq: number, promptDelta: number[], sampled: number[], extra: Part
     logprobs: sampled.map((_, i) => -0.25 * (i + 1)),
     finishReason: 'stop',
     cachedTokens: 0,
+    temperature: 1,
+    logprobsMode: 'raw',
     version: 3,
     tLlmS: 0.1,
     messagesJson: '[]',
@@ -71,9 +73,9 @@ describe('trajectory assembly', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'traj-'));
     const store = SqliteStore.open(path.join(dir, 'store.sqlite'));
     (await store.createSession({ sessionId: 's', key: 'k', episodeId: episode.episodeId, attempt: 0, info: {} as never }));
-    (await store.commitTurn(turn(0, [1, 2, 3], [10, 11])));
+    (await store.commitTurn(turn(0, [1, 2, 3], [10, 11], { temperature: 0.7, logprobsMode: 'processed' })));
     (await store.commitTurn(turn(1, [4], [12], { turnIndex: 1 })));
-    (await store.commitTurn(turn(2, [4, 4], [13], { turnIndex: 1 }), { rolledBackSeq: 1 }));
+    (await store.commitTurn(turn(2, [4, 4], [13], { turnIndex: 1, temperature: null, logprobsMode: null }), { rolledBackSeq: 1 }));
     (await store.recordEpisode(episode));
     (await store.recordEpisode({ ...episode, reward: 0 }));
     expect((await store.listEpisodes('b'))).toHaveLength(1);
@@ -86,6 +88,11 @@ describe('trajectory assembly', () => {
     expect(Array.from(table.get(0)!.input_ids.toArray())).toEqual([1, 2, 3, 10, 11, 4, 4, 13]);
     expect(table.get(0)!.reward).toBe(0);
     expect(table.get(0)!.num_rollbacks).toBe(1);
+    // Exactly as requested (float64), and null for a turn that recorded none.
+    expect(String(table.schema.fields.find((f) => f.name === 'turn_temperature')!.type)).toBe('List<Float64>');
+    expect(String(table.schema.fields.find((f) => f.name === 'turn_logprobs_mode')!.type)).toBe('List<Utf8>');
+    expect(table.get(0)!.turn_temperature.toJSON()).toEqual([0.7, null]);
+    expect(table.get(0)!.turn_logprobs_mode.toJSON()).toEqual(['processed', null]);
     store.close();
   });
 
@@ -116,7 +123,7 @@ describe('trajectory assembly', () => {
     old.close();
 
     const store = SqliteStore.open(file);
-    expect((await store.loadTurns('s'))[0]!.sampledVersions).toEqual([2, 2]);
+    expect((await store.loadTurns('s'))[0]!).toMatchObject({ sampledVersions: [2, 2], temperature: null, logprobsMode: null });
     expect((await store.loadPolicy())).toEqual({ version: 0, paused: false });
     await store.resumePolicy(6);
     await store.pausePolicy();

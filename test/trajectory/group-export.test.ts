@@ -53,6 +53,8 @@ function turn(sessionId: string): StoredTurn {
     logprobs: [-0.5, -0.25],
     finishReason: 'stop',
     cachedTokens: 0,
+    temperature: 1,
+    logprobsMode: 'raw',
     version: 0,
     sampledVersions: [0, 0],
     tLlmS: 0.1,

@@ -3,11 +3,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../../trajectory/index.js';
+import { SAMPLING_DEFAULTS } from '../../gateway/sampling-schema.js';
 
 const INFO = {
   batchId: 'b', taskId: 't', groupId: 'g', agentName: 'a', homeInstance: 'e0', episodeIndex: 0,
   budgets: { maxTurns: 999, maxContextTokens: 65_536, maxWallTimeMs: 3_600_000 },
-  sampling: { temperature: 1, topP: 1, maxTokens: 64 },
+  sampling: { ...SAMPLING_DEFAULTS, maxTokens: 64 },
 };
 
 /** About 6 MB of turns: well past the 1000 WAL pages after which SQLite would checkpoint on commit. */
@@ -17,7 +18,7 @@ async function writeTurns(store: SqliteStore): Promise<void> {
   for (let seq = 0; seq < 200; seq++) {
     await store.commitTurn({
       sessionId: 's', chainIndex: 0, seq, turnIndex: seq, promptDelta: ids, sampled: ids.slice(0, 64), logprobs: ids.slice(0, 64).map(() => -0.5),
-      finishReason: 'tool_call', cachedTokens: 0, version: 0, sampledVersions: [0], tLlmS: 0.01, messagesJson: 'x'.repeat(20_000), replyJson: '{}', toolsJson: null, rolledBack: false,
+      finishReason: 'tool_call', cachedTokens: 0, temperature: 1, logprobsMode: 'raw', version: 0, sampledVersions: [0], tLlmS: 0.01, messagesJson: 'x'.repeat(20_000), replyJson: '{}', toolsJson: null, rolledBack: false,
     });
   }
 }

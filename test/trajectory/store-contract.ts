@@ -7,6 +7,7 @@ import {
   type Store,
   type StoredTurn,
 } from '../../trajectory/store/types.js';
+import { SAMPLING_DEFAULTS } from '../../gateway/sampling-schema.js';
 
 const INFO: SessionInfo = {
   batchId: 'b',
@@ -16,7 +17,7 @@ const INFO: SessionInfo = {
   agentName: 'builtin',
   homeInstance: 'sim-0',
   budgets: { maxTurns: 8, maxContextTokens: 32_768, maxWallTimeMs: 60_000 },
-  sampling: { temperature: 1, topP: 1, maxTokens: 512 },
+  sampling: { ...SAMPLING_DEFAULTS, maxTokens: 512 },
 };
 
 function turn(sessionId: string, chainIndex: number, seq: number, overrides: Partial<StoredTurn> = {}): StoredTurn {
@@ -31,6 +32,8 @@ function turn(sessionId: string, chainIndex: number, seq: number, overrides: Par
     logprobs: [-0.5, -1.25, 0],
     finishReason: 'stop',
     cachedTokens: 4,
+    temperature: 1,
+    logprobsMode: 'raw',
     version: 2,
     sampledVersions: [1, 2, 2],
     tLlmS: 0.123456789,
@@ -174,6 +177,21 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         for (const t of turns) await store.commitTurn(t);
         expect(await store.loadTurns(sessionId)).toEqual([turns[2], turns[1], turns[0]]);
         expect(await store.loadTurns('no-such-session')).toEqual([]);
+      });
+
+      it("keeps each turn's temperature and log-prob mode exactly, null where a turn recorded none", async () => {
+        const sessionId = await newSession();
+        const turns = [
+          turn(sessionId, 0, 0, { temperature: 0.7, logprobsMode: 'processed' }),
+          turn(sessionId, 0, 1, { temperature: 0, logprobsMode: 'raw' }),
+          turn(sessionId, 0, 2, { temperature: null, logprobsMode: null }),
+        ];
+        for (const t of turns) await store.commitTurn(t);
+        expect((await store.loadTurns(sessionId)).map((t) => [t.temperature, t.logprobsMode])).toEqual([
+          [0.7, 'processed'],
+          [0, 'raw'],
+          [null, null],
+        ]);
       });
 
       it('stores long token arrays exactly', async () => {

@@ -25,12 +25,12 @@ describe('PostgresStore', () => {
     const url = await freshDatabase();
     const stores = await Promise.all(Array.from({ length: 6 }, () => PostgresStore.open(url, { poolSize: 1 })));
     try {
-      for (const s of stores) expect(await s.migrations()).toEqual([1, 2]);
+      for (const s of stores) expect(await s.migrations()).toEqual([1, 2, 3]);
     } finally {
       await Promise.all(stores.map((s) => s.close()));
     }
     const reopened = await PostgresStore.open(url);
-    expect(await reopened.migrations()).toEqual([1, 2]);
+    expect(await reopened.migrations()).toEqual([1, 2, 3]);
     await reopened.close();
   });
 
@@ -50,6 +50,8 @@ describe('PostgresStore', () => {
         logprobs: [-0.25],
         finishReason: 'stop',
         cachedTokens: 0,
+        temperature: 1,
+        logprobsMode: 'raw',
         version: 1,
         sampledVersions: [1],
         tLlmS: 0,

@@ -159,4 +159,13 @@ CREATE TABLE batch_groups (
 CREATE UNIQUE INDEX batch_groups_in_order ON batch_groups (batch_id, seq);
 `,
   },
+  {
+    version: 3,
+    name: 'temperature and log-prob mode of each turn',
+    // NULL in turns recorded before: what they were sampled at is unknown.
+    sql: `
+ALTER TABLE turns ADD COLUMN temperature DOUBLE PRECISION;
+ALTER TABLE turns ADD COLUMN logprobs_mode TEXT;
+`,
+  },
 ];

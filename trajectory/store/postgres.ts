@@ -105,7 +105,7 @@ async function migrate(pool: pg.Pool): Promise<void> {
  * are needed because INSERT ... SELECT does not type bare parameters from the target columns.
  */
 function commitTurnSql(fenced: boolean): string {
-  const owned = fenced ? 'owned AS (SELECT 1 FROM sessions WHERE session_id = $1 AND owner = $19 AND owner_until > $20 FOR SHARE),' : '';
+  const owned = fenced ? 'owned AS (SELECT 1 FROM sessions WHERE session_id = $1 AND owner = $21 AND owner_until > $22 FOR SHARE),' : '';
   const guard = fenced ? 'WHERE EXISTS (SELECT 1 FROM owned)' : '';
   return `WITH ${owned}
     marked AS (
@@ -114,9 +114,10 @@ function commitTurnSql(fenced: boolean): string {
     )
     INSERT INTO turns (session_id, chain_index, seq, turn_index, prompt_delta, sampled, logprobs,
       sampled_versions, finish_reason, cached_tokens, version, t_llm_s, messages_json, reply_json,
-      tools_json, rolled_back, created_at)
+      tools_json, rolled_back, created_at, temperature, logprobs_mode)
     SELECT $1::text, $2::int, $3::int, $4::int, $5::bytea, $6::bytea, $7::bytea, $8::bytea, $9::text,
-      $10::int, $11::int, $12::float8, $13::text, $14::text, $15::text, $16::bool, $17::bigint
+      $10::int, $11::int, $12::float8, $13::text, $14::text, $15::text, $16::bool, $17::bigint,
+      $19::float8, $20::text
     ${guard}`;
 }
 // Named: each pooled connection parses and plans the per-turn statement once, then only binds it.
@@ -244,6 +245,8 @@ export class PostgresStore implements Store {
       turn.rolledBack,
       now,
       options.rolledBackSeq ?? null,
+      turn.temperature,
+      turn.logprobsMode,
     ];
     const fenced = options.owner !== undefined;
     let inserted: number | null;
@@ -261,7 +264,8 @@ export class PostgresStore implements Store {
   async loadTurns(sessionId: string): Promise<StoredTurn[]> {
     const { rows } = await this.pool.query<TurnRow>(
       `SELECT session_id, chain_index, seq, turn_index, prompt_delta, sampled, logprobs, sampled_versions,
-         finish_reason, cached_tokens, version, t_llm_s, messages_json, reply_json, tools_json, rolled_back
+         finish_reason, cached_tokens, temperature, logprobs_mode, version, t_llm_s, messages_json, reply_json, tools_json,
+         rolled_back
        FROM turns WHERE session_id = $1 ORDER BY chain_index, seq`,
       [sessionId],
     );

@@ -1,4 +1,5 @@
 // Rows as both backends read them (PostgreSQL's BIGINT arrives as a number: see `postgres.ts`).
+import type { LogprobsMode } from '../../activities/types.js';
 import { unpackFloat32, unpackInt32 } from '../codec.js';
 import type { BatchGroupRecord, BatchResult, EpisodeRecord, Registration, SessionInfo, SessionRecord, StoredReport, StoredTurn } from './types.js';
 
@@ -47,6 +48,9 @@ export interface TurnRow {
   sampled_versions: Buffer | null;
   finish_reason: string;
   cached_tokens: number;
+  /** NULL in rows written before migration 4 (SQLite) / 3 (PostgreSQL). */
+  temperature: number | null;
+  logprobs_mode: string | null;
   version: number;
   t_llm_s: number;
   messages_json: string;
@@ -68,6 +72,8 @@ export function toTurn(r: TurnRow): StoredTurn {
     logprobs: unpackFloat32(r.logprobs),
     finishReason: r.finish_reason,
     cachedTokens: r.cached_tokens,
+    temperature: r.temperature,
+    logprobsMode: r.logprobs_mode === null ? null : logprobsModeOf(r.logprobs_mode),
     version: r.version,
     sampledVersions: r.sampled_versions ? unpackInt32(r.sampled_versions) : sampled.map(() => r.version),
     tLlmS: r.t_llm_s,
@@ -76,6 +82,11 @@ export function toTurn(r: TurnRow): StoredTurn {
     toolsJson: r.tools_json,
     rolledBack: r.rolled_back === true || r.rolled_back === 1,
   };
+}
+
+function logprobsModeOf(value: string): LogprobsMode {
+  if (value === 'raw' || value === 'processed') return value;
+  throw new Error(`a stored turn has log-prob mode ${JSON.stringify(value)}, neither raw nor processed`);
 }
 
 export interface EpisodeRow {

@@ -226,8 +226,8 @@ export class SqliteStore implements Store {
       .get(
         `INSERT INTO turns (session_id, chain_index, seq, turn_index, prompt_delta, sampled, logprobs,
            finish_reason, cached_tokens, version, sampled_versions, t_llm_s, messages_json, reply_json,
-           tools_json, rolled_back, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           tools_json, rolled_back, created_at, temperature, logprobs_mode)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         turn.sessionId,
@@ -247,6 +247,8 @@ export class SqliteStore implements Store {
         turn.toolsJson,
         turn.rolledBack ? 1 : 0,
         Date.now(),
+        turn.temperature,
+        turn.logprobsMode,
       );
   }
 

@@ -1,3 +1,5 @@
+import type { LogprobsMode, Sampling } from '../../activities/types.js';
+
 /**
  * The store: everything that more than one process or host must agree on. Two backends implement
  * it, chosen by `store.url`: SQLite (one machine, the embedded default) and PostgreSQL (many
@@ -14,7 +16,7 @@ export interface SessionInfo {
   /** Engine instance the scheduler chose for this episode. */
   homeInstance: string;
   budgets: { maxTurns: number; maxContextTokens: number; maxWallTimeMs: number };
-  sampling: { temperature: number; topP: number; maxTokens: number };
+  sampling: Sampling;
 }
 
 export interface SessionRecord {
@@ -46,6 +48,10 @@ export interface StoredTurn {
   logprobs: number[];
   finishReason: string;
   cachedTokens: number;
+  /** Temperature the turn was sampled at; null in turns recorded before it was kept. */
+  temperature: number | null;
+  /** What log-probs `logprobs` holds (raw or processed); null in turns recorded before it was kept. */
+  logprobsMode: LogprobsMode | null;
   /** Policy version of the turn's last sampled token (the version it committed on). */
   version: number;
   /**

@@ -17,6 +17,11 @@ def _item(value_type: pa.DataType) -> pa.DataType:
     return pa.list_(pa.field("item", value_type, nullable=False))
 
 
+def _nullable_item(value_type: pa.DataType) -> pa.DataType:
+    """A per-turn list column whose items are null for turns recorded before the value was kept."""
+    return pa.list_(pa.field("item", value_type, nullable=True))
+
+
 #: Columns and Arrow types of one trajectory row, as shared/specs/trajectory.md fixes them.
 #: Files may carry extra columns beyond these.
 TRAJECTORY_SCHEMA = pa.schema(
@@ -44,6 +49,8 @@ TRAJECTORY_SCHEMA = pa.schema(
         ("turn_starts", _item(pa.int32())),
         ("turn_finish_reason", _item(pa.utf8())),
         ("turn_cached_tokens", _item(pa.int32())),
+        ("turn_temperature", _nullable_item(pa.float64())),
+        ("turn_logprobs_mode", _nullable_item(pa.utf8())),
         ("reward", pa.float32()),
         ("reward_info", pa.utf8()),
         ("finished", pa.bool_()),

@@ -268,11 +268,21 @@ class RolloutClient:
         """Resumes generation under policy ``version`` (>= the current one)."""
         return await self.api.resume(version)
 
-    async def logprob_consistency(self, batch_id: str, logprobs: Mapping[str, Sequence[float]]) -> dict[str, Any]:
+    async def logprob_consistency(
+        self,
+        batch_id: str,
+        logprobs: Mapping[str, Sequence[float]],
+        temperature: float | None = None,
+        logprobs_mode: str | None = None,
+    ) -> dict[str, Any]:
         """
         Sends the trainer's recomputed log-probs, ``trajectory_id -> values over the response
         tokens`` (``input_ids[prompt_length:]``; see :func:`agent_rollout.logprobs_by_trajectory`),
         and returns the service's report (Pearson correlation of token probabilities, mean absolute
         probability difference, worst trajectories), which it also stores with the batch.
+
+        ``temperature`` and ``logprobs_mode`` (``"raw"`` or ``"processed"``) say what the trainer
+        recomputed at: only tokens recorded at them are compared (the report's ``compared``), every
+        other group is reported apart in ``groups``. Default None: the one value the batch recorded.
         """
-        return await self.api.logprob_consistency(batch_id, logprobs)
+        return await self.api.logprob_consistency(batch_id, logprobs, temperature, logprobs_mode)

@@ -62,7 +62,17 @@ class HttpApi:
         """``POST /v1/policy/resume`` with the new policy version (>= the current one)."""
         return await self.call("POST", "/v1/policy/resume", {"version": int(version)})
 
-    async def logprob_consistency(self, batch_id: str, logprobs: Mapping[str, Sequence[float]]) -> dict[str, Any]:
+    async def logprob_consistency(
+        self,
+        batch_id: str,
+        logprobs: Mapping[str, Sequence[float]],
+        temperature: float | None = None,
+        logprobs_mode: str | None = None,
+    ) -> dict[str, Any]:
         """``POST /v1/batches/{id}/logprobs``: see :meth:`RolloutClient.logprob_consistency`."""
-        body = {"trajectories": [{"trajectory_id": tid, "logprobs": [float(x) for x in values]} for tid, values in logprobs.items()]}
+        body: dict[str, Any] = {"trajectories": [{"trajectory_id": tid, "logprobs": [float(x) for x in values]} for tid, values in logprobs.items()]}
+        if temperature is not None:
+            body["temperature"] = temperature
+        if logprobs_mode is not None:
+            body["logprobs_mode"] = logprobs_mode
         return await self.call("POST", f"/v1/batches/{quote(batch_id, safe='')}/logprobs", body)

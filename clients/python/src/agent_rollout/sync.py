@@ -73,8 +73,14 @@ class SyncRolloutClient:
     def resume(self, version: int) -> dict[str, Any]:
         return self._run(self.client.resume(version))
 
-    def logprob_consistency(self, batch_id: str, logprobs: Mapping[str, Sequence[float]]) -> dict[str, Any]:
-        return self._run(self.client.logprob_consistency(batch_id, logprobs))
+    def logprob_consistency(
+        self,
+        batch_id: str,
+        logprobs: Mapping[str, Sequence[float]],
+        temperature: float | None = None,
+        logprobs_mode: str | None = None,
+    ) -> dict[str, Any]:
+        return self._run(self.client.logprob_consistency(batch_id, logprobs, temperature, logprobs_mode))
 
     def close(self) -> None:
         """Stops the event loop thread. The client is unusable afterwards."""
