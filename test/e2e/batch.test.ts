@@ -16,6 +16,7 @@ const batchId = `e2e-${Date.now()}`;
 const badRequests: { status: number; body: unknown }[] = [];
 const progress: BatchProgress[] = [];
 
+// The whole batch runs here: on a loaded 2-core machine it can take minutes, past the default hook bound.
 beforeAll(async () => {
   engines = await startTestEngines({ count: 2, wanderProbability: 0.4 });
   // A small event budget makes the batch continue-as-new several times at this scale.
@@ -43,7 +44,7 @@ beforeAll(async () => {
     },
     250,
   );
-});
+}, 600_000);
 
 afterAll(async () => {
   await stack?.stop();
