@@ -33,6 +33,8 @@ export class VllmBackend implements Backend {
           max_tokens: request.maxTokens,
           temperature: request.temperature,
           top_p: request.topP,
+          // Explicitly off: vLLM otherwise takes the model's generation_config.json top_k (Qwen3's is 20).
+          top_k: -1,
           logprobs: 0,
           return_tokens_as_token_ids: true,
           skip_special_tokens: false,
