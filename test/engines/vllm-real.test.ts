@@ -17,7 +17,10 @@ import { startRecordingProxy, type RecordedCompletion } from '../helpers/recordi
  * answers once the engine is done) and `direct`, whose streams a client disconnect reaches.
  */
 
-const ENGINE_START_MS = 600_000;
+/** Building the model and starting vLLM: minutes on a busy CPU. */
+const ENGINE_START_MS = 900_000;
+/** A test: some run transformers once or twice (each start takes tens of seconds). */
+const TEST_MS = 300_000;
 const RECORDED = 'recorded';
 const DIRECT = 'direct';
 const IM_END = 151645;
@@ -135,7 +138,7 @@ async function oneTurn(sessionId: string, instance: string, temperature: number,
   return turns[0]!;
 }
 
-describe('the gateway over a real vLLM', () => {
+describe('the gateway over a real vLLM', { timeout: TEST_MS }, () => {
   it('stores the token ids and log-probs vLLM streamed, bit for bit, sampled with our parameters and not the model folder top_k', async () => {
     const before = proxy!.recorded.length;
     const turn = await oneTurn('s-exact', RECORDED, 1, 96, 'Tell me about the widget.');

@@ -153,7 +153,10 @@ export async function startRealVllm(options: RealVllmOptions): Promise<RealVllm>
   let gone = false;
   void exited(child).then(() => (gone = true));
   for (;;) {
-    if (gone) throw new VllmStartError(`vLLM exited (${child.exitCode ?? child.signalCode}) before it was healthy:\n${output}`);
+    if (gone) {
+      killGroup();
+      throw new VllmStartError(`vLLM exited (${child.exitCode ?? child.signalCode}) before it was healthy:\n${output}`);
+    }
     const healthy = await fetch(`${url}/health`).then((r) => r.ok, () => false);
     if (healthy) return { url, output: () => output, close };
     await new Promise((r) => setTimeout(r, 500));
