@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { consistencyFigures, type ConsistencyFigures, type RecordedTrajectory, type TrainerLogprobs } from '../../api/logprob-report.js';
 import { readSseData } from '../../gateway/backends/sse.js';
@@ -51,6 +52,7 @@ afterAll(async () => {
   await proxy?.close();
   await vllm?.close();
   store?.close();
+  if (modelDir) rmSync(modelDir, { recursive: true, force: true });
 }, 60_000);
 
 function chat(key: string, body: object, signal?: AbortSignal): Promise<Response> {
