@@ -12,6 +12,8 @@
 #   - the Temporal server with its SQL schema tool, built into .tools/bin, for a Temporal
 #     cluster on PostgreSQL
 #   - the Python client (clients/python) with pytest, in .tools/venv
+#   - vLLM for the CPU with torch and transformers (scripts/install-vllm.sh), in .tools/vllm, for
+#     the real-engine tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -80,4 +82,6 @@ bash scripts/install-temporal-server.sh
 bash scripts/install-agents.sh
 # The Python client and its tests (npm run test:python), in .tools/venv.
 bash scripts/install-python-client.sh
+# vLLM (CPU) for the real-engine tests (test/engines/), in .tools/vllm.
+bash scripts/install-vllm.sh
 say "ready"

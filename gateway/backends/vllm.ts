@@ -33,6 +33,7 @@ export class VllmBackend implements Backend {
           max_tokens: request.maxTokens,
           temperature: request.temperature,
           top_p: request.topP,
+          // Every sampling parameter explicit: vLLM otherwise takes the model folder's generation_config.json (Qwen3's top_k is 20).
           top_k: request.topK,
           min_p: request.minP,
           presence_penalty: request.presencePenalty,

@@ -18,20 +18,29 @@ export interface PostedBody {
   body: Record<string, unknown>;
 }
 
+/** A change to a completion request's body on its way to the engine. */
+export type RequestRewrite = (body: Record<string, unknown>) => Record<string, unknown>;
+
 /**
  * A real HTTP proxy in front of an engine that records every `/v1/completions` answer, so tests
- * can compare what the gateway stored with what the engine actually sent.
+ * can compare what the gateway stored with what the engine actually sent. `rewriteNext` changes
+ * the next completion request only, so a real engine can be made to reject one.
  */
 export async function startRecordingProxy(
   target: string,
   recorded: RecordedCompletion[] = [],
-): Promise<{ url: string; recorded: RecordedCompletion[]; posted: PostedBody[]; close(): Promise<void> }> {
+): Promise<{ url: string; recorded: RecordedCompletion[]; posted: PostedBody[]; rewriteNext(rewrite: RequestRewrite): void; close(): Promise<void> }> {
   const posted: PostedBody[] = [];
+  let pending: RequestRewrite | undefined;
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
-      const body = Buffer.concat(chunks);
+      let body = Buffer.concat(chunks);
+      if (pending && req.url?.startsWith('/v1/completions')) {
+        body = Buffer.from(JSON.stringify(pending(JSON.parse(body.toString()) as Record<string, unknown>)));
+        pending = undefined;
+      }
       if (req.method === 'POST' && body.length > 0) posted.push({ path: req.url ?? '', body: JSON.parse(body.toString()) as Record<string, unknown> });
       const upstream = await fetch(`${target}${req.url}`, { method: req.method, headers: { 'content-type': 'application/json' }, body: req.method === 'GET' ? undefined : body });
       res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json' });
@@ -43,10 +52,11 @@ export async function startRecordingProxy(
         for (const line of text.split('\n')) {
           if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
           const chunk = JSON.parse(line.slice(6)) as {
-            choices: { token_ids?: number[] | null; logprobs?: { tokens: string[]; token_logprobs: number[] } | null }[];
+            choices?: { token_ids?: number[] | null; logprobs?: { tokens: string[]; token_logprobs: number[] } | null }[];
           };
           entry.chunks.push(chunk);
-          for (const choice of chunk.choices) {
+          // An error event has no choices.
+          for (const choice of chunk.choices ?? []) {
             // Ids as `return_token_ids` or, as the gateway asks, `token_id:<id>` tokens.
             entry.tokenIds.push(...(choice.token_ids ?? (choice.logprobs?.tokens ?? []).map((t) => Number(t.slice('token_id:'.length)))));
             entry.logprobs.push(...(choice.logprobs?.token_logprobs ?? []));
@@ -62,6 +72,9 @@ export async function startRecordingProxy(
     url: `http://127.0.0.1:${port}`,
     recorded,
     posted,
+    rewriteNext: (rewrite) => {
+      pending = rewrite;
+    },
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
