@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { defaultModelDir } from '../../gateway/codec/model-files.js';
+import { freePort } from '../../stack/ports.js';
 import { PROJECT_ROOT } from '../../stack/temporal-binary.js';
 
 /** The venv scripts/install-vllm.sh installs vLLM (CPU), torch and transformers into. */
@@ -69,18 +69,6 @@ export interface ScoredSequence {
 /** Log-probs (log_softmax(logits / T)) and logit ranks recomputed by transformers on the CPU. */
 export async function recomputeLogprobs(modelDir: string, sequences: ScoredSequence[]): Promise<Recomputed> {
   return RecomputedSchema.parse(JSON.parse(await runTinyQwen3(['logprobs', modelDir], JSON.stringify({ sequences }))));
-}
-
-/** A port that was free a moment ago: vLLM does not take port 0. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export interface RealVllmOptions {
