@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_POLICY_VERSION } from '../gateway/policy/policy-control.js';
+import { LOGPROBS_MODES } from '../gateway/sampling-schema.js';
 import { ID_PATTERN, ID_RULE } from '../workflows/ids.js';
 
 /**
@@ -51,7 +52,7 @@ export const CreateBatchBody = z
         frequency_penalty: z.number().min(-2).max(2),
         repetition_penalty: z.number().gt(0).max(2),
         max_tokens: z.number().int().positive(),
-        logprobs_mode: z.enum(['raw', 'processed']).describe('What log-probs the engines return: `raw` (vLLM default) or `processed` (`--logprobs-mode processed_logprobs`).'),
+        logprobs_mode: z.enum(LOGPROBS_MODES).describe('What log-probs the engines return: `raw` (vLLM default) or `processed` (`--logprobs-mode processed_logprobs`).'),
       })
       .partial()
       .strict()
@@ -162,7 +163,7 @@ export const LogprobsBody = z
       .optional()
       .describe('Sampling temperature of the tokens to compare, the one the trainer recomputed at (raw log-probs are before temperature: compare those with unscaled trainer log-probs). Default: the one temperature the given tokens were sampled at (a 400 when they hold several).'),
     logprobs_mode: z
-      .enum(['raw', 'processed'])
+      .enum(LOGPROBS_MODES)
       .optional()
       .describe('Whether the trainer recomputed raw log-probs (before temperature and truncation) or processed ones; only tokens recorded in that mode are compared. Default: the one mode recorded.'),
   })

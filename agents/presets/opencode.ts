@@ -4,7 +4,7 @@
  * request. Everything that would reach the internet (models.dev, plugins from npm, LSP downloads,
  * updates, sharing) is switched off, so only the bridge is ever contacted.
  */
-import { z } from 'zod';
+import { countJsonEvents } from './json-events.js';
 import { AGENTS_SANDBOX_DIR } from './sidecar.js';
 import { BASE_ENV, type AgentPreset, type AgentRunContext } from './types.js';
 
@@ -44,7 +44,6 @@ function config(ctx: AgentRunContext): string {
 }
 
 /** One `--format json` event line; only finished steps are counted. */
-const Event = z.object({ type: z.string() }).passthrough();
 
 export const opencode: AgentPreset = {
   name: 'opencode',
@@ -73,15 +72,5 @@ export const opencode: AgentPreset = {
   }),
   configFiles: (ctx) => [{ path: CONFIG_FILE, content: config(ctx) }],
   defaultTimeoutMs: 30 * 60_000,
-  turns: ({ stdout }) => {
-    let steps = 0;
-    for (const line of stdout.split('\n')) {
-      try {
-        if (Event.parse(JSON.parse(line)).type === 'step_finish') steps++;
-      } catch {
-        // not an event line
-      }
-    }
-    return steps > 0 ? steps : undefined;
-  },
+  turns: ({ stdout }) => countJsonEvents(stdout, 'step_finish'),
 };

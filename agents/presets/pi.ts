@@ -5,9 +5,9 @@
  * checks, package installs) and install telemetry are off, and no extension, skill, prompt
  * template or context file is loaded, so the task repo cannot reconfigure it.
  */
-import { z } from 'zod';
 import { BRIDGE_NODE } from '../../sandbox/bridge.js';
 import { compactionTokenLimit } from './limits.js';
+import { countJsonEvents } from './json-events.js';
 import { AGENTS_SANDBOX_DIR } from './sidecar.js';
 import { BASE_ENV, type AgentPreset, type AgentRunContext } from './types.js';
 
@@ -68,7 +68,6 @@ function settings(ctx: AgentRunContext): string {
 }
 
 /** One `--mode json` event line; a turn is one assistant message and its tool results. */
-const Event = z.object({ type: z.string() }).passthrough();
 
 export const pi: AgentPreset = {
   name: 'pi',
@@ -102,15 +101,5 @@ export const pi: AgentPreset = {
     { path: `${AGENT_DIR}/settings.json`, content: settings(ctx) },
   ],
   defaultTimeoutMs: 30 * 60_000,
-  turns: ({ stdout }) => {
-    let turns = 0;
-    for (const line of stdout.split('\n')) {
-      try {
-        if (Event.parse(JSON.parse(line)).type === 'turn_end') turns++;
-      } catch {
-        // not an event line
-      }
-    }
-    return turns > 0 ? turns : undefined;
-  },
+  turns: ({ stdout }) => countJsonEvents(stdout, 'turn_end'),
 };
