@@ -2,6 +2,7 @@
 # Installs everything agent-rollout needs on a fresh machine; a second run skips what is there.
 #   - bubblewrap and gVisor (runsc) (apt) for the local sandboxes, git for task repositories,
 #     PostgreSQL for the store and the PostgreSQL-backed Temporal server
+#   - Chromium (apt), which the trajectory viewer's tests drive headless
 #   - the OCI image tools (apt): mmdebstrap for the base image, skopeo and umoci to pull and
 #     unpack task images, docker-registry and buildah for the image tests
 #   - the base image (scripts/build-base-image.sh) in .tools/images/base
@@ -32,6 +33,8 @@ command -v umoci >/dev/null 2>&1 || missing_apt+=(umoci)
 command -v buildah >/dev/null 2>&1 || missing_apt+=(buildah)
 command -v docker-registry >/dev/null 2>&1 || missing_apt+=(docker-registry)
 command -v setfattr >/dev/null 2>&1 || missing_apt+=(attr)
+# Headless Chromium: the trajectory viewer's tests drive it (puppeteer-core).
+command -v chromium >/dev/null 2>&1 || missing_apt+=(chromium)
 # PostgreSQL server binaries: the tests and bench:store run a private cluster (stack/postgres-cluster.ts).
 [ -n "${PG_BIN:-}" ] || compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || missing_apt+=(postgresql)
 command -v python3 >/dev/null 2>&1 || missing_apt+=(python3)
