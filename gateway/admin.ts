@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { Name } from './limits.js';
 import { MAX_POLICY_VERSION, PolicyVersionError, type PolicyControl } from './policy/policy-control.js';
 import { LOCAL_SCOPE, type PolicyFanOut } from './policy/fan-out.js';
-import { ProcessStats } from './process-stats.js';
+import type { ProcessStats } from './process-stats.js';
 import { SamplingSchema } from './sampling-schema.js';
 import { GatewayError } from './session/errors.js';
 import type { SessionManager } from './session/session-manager.js';
@@ -63,10 +63,11 @@ export function registerAdminRoutes(
     instances: () => string[];
     /** Sends a close for a session another replica owns to that replica (replica/affinity.ts). */
     closeAffinity: (request: FastifyRequest, reply: FastifyReply, payload: Readable) => Promise<Readable | undefined>;
+    /** This process's event-loop delay, memory and request timings. */
+    stats: ProcessStats;
   },
 ): void {
-  const stats = new ProcessStats();
-  app.addHook('onClose', async () => stats.close());
+  const { stats } = deps;
   app.register(async (admin) => {
     admin.addHook('onRequest', async (request, reply) => {
       const auth = request.headers.authorization ?? '';

@@ -1,4 +1,5 @@
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { createHistogram, monitorEventLoopDelay, type IntervalHistogram, type RecordableHistogram } from 'node:perf_hooks';
+import type { TurnTimes } from './turn-timing.js';
 
 /** Event-loop delay in ms (beyond the sampling interval) over the window since the last reset. */
 export interface LoopDelayStats {
@@ -10,9 +11,22 @@ export interface LoopDelayStats {
   samples: number;
 }
 
+/** A latency distribution over the window, ms. */
+export interface LatencyStats {
+  p50: number;
+  p99: number;
+  max: number;
+  count: number;
+}
+
 /** What `GET /admin/v1/stats` reports about this gateway process. */
 export interface ProcessStatsSnapshot {
   eventLoopDelayMs: LoopDelayStats;
+  /**
+   * Per model request that generated (gateway/turn-timing.ts): `added` is its wall time in the
+   * gateway less the engine's and the placement wait's; `engine` the engine's share.
+   */
+  turnMs: { added: LatencyStats; engine: LatencyStats; wait: LatencyStats };
   /** `process.memoryUsage()` in bytes. */
   memory: { rss: number; heapUsed: number; heapTotal: number; external: number; arrayBuffers: number };
   /** `process.cpuUsage()` since the process started, in ms. */
@@ -26,13 +40,28 @@ const RESOLUTION_MS = 1;
 /** The histogram records the time between samples, which includes the interval itself. */
 const lagMs = (ns: number) => Math.max(0, ns / 1e6 - RESOLUTION_MS);
 
+function latencyOf(h: RecordableHistogram): LatencyStats {
+  const ms = (us: number) => us / 1000;
+  return h.count > 0 ? { p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), max: ms(h.max), count: h.count } : { p50: 0, p99: 0, max: 0, count: 0 };
+}
+
 /** This process's event-loop delay (sampled on a timer, so a blocked loop shows up) and memory. */
 export class ProcessStats {
   private readonly delay: IntervalHistogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
+  private readonly turns = { added: createHistogram(), engine: createHistogram(), wait: createHistogram() };
   private windowStart = performance.now();
 
   constructor() {
     this.delay.enable();
+  }
+
+  /** Records one timed model request. */
+  recordTurn(times: TurnTimes): void {
+    // The histograms hold positive integers: microseconds, at least 1.
+    const us = (ms: number) => Math.max(1, Math.round(ms * 1000));
+    this.turns.added.record(us(times.addedMs));
+    this.turns.engine.record(us(times.engineMs));
+    this.turns.wait.record(us(times.waitMs));
   }
 
   snapshot(): ProcessStatsSnapshot {
@@ -48,6 +77,7 @@ export class ProcessStats {
         mean: d.count > 0 ? lagMs(d.mean) : 0,
         samples: d.count,
       },
+      turnMs: { added: latencyOf(this.turns.added), engine: latencyOf(this.turns.engine), wait: latencyOf(this.turns.wait) },
       memory: { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers },
       cpuMs: { user: cpu.user / 1000, system: cpu.system / 1000 },
       windowMs: performance.now() - this.windowStart,
@@ -57,6 +87,7 @@ export class ProcessStats {
   /** Starts a new delay window. */
   reset(): void {
     this.delay.reset();
+    for (const h of Object.values(this.turns)) h.reset();
     this.windowStart = performance.now();
   }
 

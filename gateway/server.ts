@@ -21,6 +21,8 @@ import { ReplicaRegistration } from './replica/registration.js';
 import { GatewayError } from './session/errors.js';
 import { SessionOwnership } from './session/ownership.js';
 import { SessionManager } from './session/session-manager.js';
+import { ProcessStats } from './process-stats.js';
+import { timeTurns } from './turn-timing.js';
 
 /** An inference engine the gateway can send a session to. */
 export interface EngineInstance {
@@ -74,8 +76,9 @@ function listenUrl(app: FastifyInstance): string {
  * Protocol routes, mounted at the root and under `/s/<key>` for clients that cannot set a key.
  * Each protocol is its own encapsulated plugin with its own error envelope.
  */
-function protocolRoutes(deps: GatewayDeps, affinity: ReturnType<typeof sessionAffinity>) {
+function protocolRoutes(deps: GatewayDeps, affinity: ReturnType<typeof sessionAffinity>, stats: ProcessStats) {
   return async (app: FastifyInstance) => {
+    timeTurns(app, (times) => stats.recordTurn(times));
     // Before the body is read: a request for a session owned elsewhere goes there as it came.
     app.addHook('preParsing', affinity);
     await app.register(async (openai) => {
@@ -153,8 +156,10 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     const key = request.method === 'POST' ? sessionKeyOf(request) : undefined;
     return key === undefined ? undefined : sessions.locateByKey(key);
   });
-  await app.register(protocolRoutes(deps, protocolAffinity));
-  await app.register(protocolRoutes(deps, protocolAffinity), { prefix: '/s/:key' });
+  const stats = new ProcessStats();
+  app.addHook('onClose', async () => stats.close());
+  await app.register(protocolRoutes(deps, protocolAffinity, stats));
+  await app.register(protocolRoutes(deps, protocolAffinity, stats), { prefix: '/s/:key' });
   registerAdminRoutes(app, {
     sessions,
     policy,
@@ -163,6 +168,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     adminToken: options.adminToken,
     instances: () => [...backends.keys()],
     closeAffinity: sessionAffinity(affinity, (request) => sessions.locateById((request.params as { id: string }).id)),
+    stats,
   });
   router.start();
   ownership.start();

@@ -21,6 +21,7 @@ import {
 import { CountTokensRequest, MessagesRequest } from './anthropic-schema.js';
 import { AnthropicEventStream } from './anthropic-stream.js';
 import { callsAllowed, ignoredOptions, reportIgnored } from './request-options.js';
+import { turnTimingOf } from '../turn-timing.js';
 
 /** Anthropic's error `type` for an HTTP status; 429 and 5xx make clients retry with backoff. */
 export function anthropicErrorType(status: number): string {
@@ -98,6 +99,7 @@ export function registerAnthropicMessages(app: FastifyInstance, deps: GatewayDep
       temperature: body.temperature,
       topP: body.top_p,
       signal: disconnectSignal(reply),
+      timing: turnTimingOf(request),
       calls: callsAllowed(body.tool_choice, undefined),
     };
     reportIgnored(reply.raw, session, ignoredOptions(request.body), deps.log);

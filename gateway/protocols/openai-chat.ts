@@ -14,6 +14,7 @@ import { runTurn } from '../session/turn-runner.js';
 import { TURN_HEADER, turnPositionOf } from '../session/replay.js';
 import type { GatewayDeps } from '../deps.js';
 import { JsonText, Name, REQUEST_LIMITS, Text } from '../limits.js';
+import { turnTimingOf } from '../turn-timing.js';
 
 const TextPart = z.object({ type: Name, text: Text.optional() }).passthrough();
 const Content = z.union([Text, z.array(TextPart).max(REQUEST_LIMITS.maxParts), z.null()]).optional();
@@ -160,6 +161,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: GatewayDeps)
       temperature: body.temperature ?? undefined,
       topP: body.top_p ?? undefined,
       signal,
+      timing: turnTimingOf(request),
       turnPosition: turnPositionOf(request.headers[TURN_HEADER]),
       calls,
     };

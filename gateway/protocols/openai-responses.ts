@@ -24,6 +24,7 @@ import {
   type StreamedIds,
 } from './openai-responses-output.js';
 import { ResponsesRequest, StoredItems, type InputItem } from './openai-responses-schema.js';
+import { turnTimingOf } from '../turn-timing.js';
 
 /** `previous_response_id` names no response this session stored (or one sent with `store: false`). */
 export class PreviousResponseNotFoundError extends InvalidRequestError {
@@ -131,6 +132,7 @@ export function registerResponses(app: FastifyInstance, deps: GatewayDeps): void
       temperature: body.temperature ?? undefined,
       topP: body.top_p ?? undefined,
       signal: disconnectSignal(reply),
+      timing: turnTimingOf(request),
       onTokens: (ids) => sampled.push(...ids),
       calls: prepared.calls,
       presentCall: (call) => presentCall(call, prepared.tools),

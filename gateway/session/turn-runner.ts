@@ -10,6 +10,7 @@ import { planRequest, type ChainPlan } from './planner.js';
 import type { GatewaySession } from './session.js';
 import { GatewayError, SessionMovedError } from './errors.js';
 import { findRepeatedTurn } from './replay.js';
+import type { TurnTiming } from '../turn-timing.js';
 
 /** One model call as every protocol lowers it. */
 export interface TurnInput {
@@ -29,6 +30,8 @@ export interface TurnInput {
   calls?: CallsAllowed;
   /** A protocol's form of a presented call (a custom tool's text argument). Default: the call as parsed. */
   presentCall?: (call: ToolCall) => ToolCall;
+  /** Filled with the engine's and the placement wait's share of the request's time. Default: not timed. */
+  timing?: TurnTiming;
 }
 
 /**
@@ -137,11 +140,13 @@ async function generateRouted(
   deps: TurnRunnerDeps,
   call: RouteCall,
   request: GenerateRequest,
+  timing: TurnTiming | undefined,
 ): Promise<GenerateResult> {
   const forward = request.onTokens;
   const tried = new Set<string>();
   let failure: unknown;
   for (;;) {
+    const waitStarted = performance.now();
     // The first placement may wait for KV memory; a failover goes at once (the call was admitted).
     const placement =
       tried.size === 0
@@ -149,6 +154,8 @@ async function generateRouted(
         : tried.size < deps.router.maxAttempts
           ? await deps.router.place(call, tried)
           : undefined;
+    const engineStarted = performance.now();
+    if (timing) timing.waitMs += engineStarted - waitStarted;
     if (!placement && request.signal?.aborted) return { ids: [], logprobs: [], finishReason: 'abort', promptTokens: call.promptIds.length, cachedTokens: 0 };
     // After a failover, the last engine's error says more than the lack of another engine.
     if (!placement) throw failure ?? new BackendError('no healthy engine instance to generate on', 503);
@@ -172,6 +179,12 @@ async function generateRouted(
       if (!engineDown) throw error;
       tried.add(placement.instance);
       failure = error;
+    } finally {
+      // A failed attempt's time is the engine's too: the gateway waited on it.
+      if (timing) {
+        timing.engineMs += performance.now() - engineStarted;
+        timing.generations += 1;
+      }
     }
   }
 }
@@ -267,7 +280,7 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
         signal: input.signal,
         onTokens: input.onTokens,
       },
-      (call, request) => generateRouted(deps, call, request),
+      (call, request) => generateRouted(deps, call, request, input.timing),
     );
     if (result.finishReason === 'abort') return { kind: 'aborted' };
 
