@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { MAX_POLICY_VERSION } from '../gateway/policy/policy-control.js';
-import { LOGPROBS_MODES } from '../gateway/sampling-schema.js';
+import { LOGPROBS_MODES, SamplingSchema } from '../gateway/sampling-schema.js';
+
+/** The sampling bounds the gateway holds sessions to: a batch's overrides take the same ones. */
+const SAMPLING_BOUNDS = SamplingSchema.shape;
 import { ID_PATTERN, ID_RULE } from '../workflows/ids.js';
 
 /**
@@ -44,15 +47,15 @@ export const CreateBatchBody = z
       .describe('Each key given replaces the configured one.'),
     sampling: z
       .object({
-        temperature: z.number().min(0).max(2),
-        top_p: z.number().gt(0).max(1),
-        top_k: z.number().int().min(-1).describe('-1: off.'),
-        min_p: z.number().min(0).max(1),
-        presence_penalty: z.number().min(-2).max(2),
-        frequency_penalty: z.number().min(-2).max(2),
-        repetition_penalty: z.number().gt(0).max(2),
-        max_tokens: z.number().int().positive(),
-        logprobs_mode: z.enum(LOGPROBS_MODES).describe('What log-probs the engines return: `raw` (vLLM default) or `processed` (`--logprobs-mode processed_logprobs`).'),
+        temperature: SAMPLING_BOUNDS.temperature.unwrap(),
+        top_p: SAMPLING_BOUNDS.topP.unwrap(),
+        top_k: SAMPLING_BOUNDS.topK.unwrap().describe('-1: off.'),
+        min_p: SAMPLING_BOUNDS.minP.unwrap(),
+        presence_penalty: SAMPLING_BOUNDS.presencePenalty.unwrap(),
+        frequency_penalty: SAMPLING_BOUNDS.frequencyPenalty.unwrap(),
+        repetition_penalty: SAMPLING_BOUNDS.repetitionPenalty.unwrap(),
+        max_tokens: SAMPLING_BOUNDS.maxTokens.unwrap(),
+        logprobs_mode: SAMPLING_BOUNDS.logprobsMode.unwrap().describe('What log-probs the engines return: `raw` (vLLM default) or `processed` (`--logprobs-mode processed_logprobs`).'),
       })
       .partial()
       .strict()
