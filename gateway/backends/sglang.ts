@@ -2,9 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { BackendError, engineStatus, parseWeightVersion, type Backend, type GenerateRequest, type GenerateResult } from './backend.js';
 import { engineEndpoint, postToEngine, type EngineAnswer, type EngineEndpoint } from './engine-http.js';
-import { engineErrorEvent } from './engine-error.js';
 import { jsonBodyWithIds } from './json-body.js';
-import { readSseBatches } from './sse.js';
+import { readEngineEvents } from './engine-events.js';
 
 /** SGLang's logprob entry: [logprob, token id, token text or null]. */
 const LogprobEntrySchema = z.tuple([z.number().nullable(), z.number().int(), z.string().nullable()]);
@@ -105,15 +104,9 @@ export class SglangBackend implements Backend {
         throw new BackendError(`engine ${url} answered ${response.status}: ${await response.text()}`, engineStatus(response.status));
       }
       try {
-        let done = false;
-        for await (const batch of readSseBatches(response.body)) {
-          for (const data of batch) {
-            // Read on to the body's end, so the connection goes back to the pool for the next turn.
-            if (done || (done = data === '[DONE]')) continue;
-            const value: unknown = JSON.parse(data);
-            // SGLang streams a ValueError (a prompt too long: the request's fault) as an event without a code.
-            const failure = engineErrorEvent(value);
-            if (failure) throw new BackendError(`engine ${url} failed the request: ${failure.message}`, engineStatus(failure.status ?? 400));
+        // SGLang streams a ValueError (a prompt too long: the request's fault) as an event without a code.
+        for await (const events of readEngineEvents(response.body, url, 400)) {
+          for (const value of events) {
             const chunk = ChunkSchema.parse(value);
             const meta = chunk.meta_info;
             promptTokens = meta.prompt_tokens;

@@ -1,8 +1,7 @@
 import { BackendError, engineStatus, parseWeightVersion, type Backend, type GenerateRequest, type GenerateResult } from './backend.js';
 import { engineEndpoint, postToEngine, type EngineAnswer, type EngineEndpoint } from './engine-http.js';
-import { engineErrorEvent } from './engine-error.js';
 import { jsonBodyWithIds } from './json-body.js';
-import { readSseBatches } from './sse.js';
+import { readEngineEvents } from './engine-events.js';
 import { MalformedChunkError, parseCompletionChunk, parseTokenId } from './vllm-chunk.js';
 
 export interface VllmBackendOptions {
@@ -62,14 +61,8 @@ export class VllmBackend implements Backend {
     let promptTokens = request.promptIds.length;
     let cachedTokens = 0;
     try {
-      let done = false;
-      for await (const batch of readSseBatches(response.body)) {
-        for (const data of batch) {
-          // Read on to the body's end, so the connection goes back to the pool for the next turn.
-          if (done || (done = data === '[DONE]')) continue;
-          const value: unknown = JSON.parse(data);
-          const failure = engineErrorEvent(value);
-          if (failure) throw new BackendError(`engine ${this.options.url} failed the request: ${failure.message}`, engineStatus(failure.status ?? 500));
+      for await (const events of readEngineEvents(response.body, this.options.url, 500)) {
+        for (const value of events) {
           const chunk = parseCompletionChunk(value);
           const choice = chunk.choices[0];
           if (choice) {
