@@ -2,6 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { RolloutMetrics } from '../../telemetry/metrics.js';
 import type { Codec } from '../../gateway/codec/index.js';
 import { startPlacementService } from '../../scheduler/placement/service.js';
 import type { Store } from '../../trajectory/index.js';
@@ -55,6 +56,8 @@ export interface GatewaysShared {
   engines?: CheckedEngine[];
   /** Where a gateway process's unexpected exit and restart are reported. Default: stderr. */
   log?: (line: string) => void;
+  /** The process's metrics, for the in-process gateway (gateway processes have their own). */
+  metrics?: RolloutMetrics;
 }
 
 /** `url` with its port replaced. */
