@@ -56,7 +56,10 @@ export interface GatewaysShared {
   engines?: CheckedEngine[];
   /** Where a gateway process's unexpected exit and restart are reported. Default: stderr. */
   log?: (line: string) => void;
-  /** The process's metrics, for the in-process gateway (gateway processes have their own). */
+  /**
+   * The process's metrics: the in-process gateway's, or the placement service's that several
+   * gateway processes route through (each gateway process counts its turns on its own). Default: their own.
+   */
   metrics?: RolloutMetrics;
 }
 
@@ -195,6 +198,7 @@ export function startGatewayProcesses(
         engines,
         routing: config.routing,
         token: adminToken,
+        metrics: shared.metrics,
       });
       stops.push(() => placement.close());
       placementUrl = placement.url;

@@ -13,7 +13,7 @@ import type { Store } from '../../trajectory/index.js';
 import { buildGateway } from '../../gateway/server.js';
 import { openTestSession, SHELL_TOOLS, TEST_ADMIN_TOKEN, tempStore, widgetScript } from '../helpers/gateway.js';
 import { testCodec, testEngineTokenizer } from '../helpers/stack.js';
-import { scrape, total } from './scrape.js';
+import { scrape, total } from '../helpers/metrics-scrape.js';
 
 let engine: EngineSim;
 let store: Store;

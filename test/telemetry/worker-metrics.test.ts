@@ -11,7 +11,7 @@ import { gatewayAdminToken } from '../../stack/secrets.js';
 import { startStack, type Stack } from '../../stack/stack.js';
 import type { EpisodeRecord } from '../../trajectory/index.js';
 import { startTestEngines, testConfig, type TestEngines } from '../helpers/stack.js';
-import { scrape, total, type Sample } from './scrape.js';
+import { scrape, total, type Sample } from '../helpers/metrics-scrape.js';
 
 let engines: TestEngines;
 let stack: Stack;
