@@ -123,7 +123,12 @@ export class Router implements CallRouter {
     this.gate = options.gate ? new KvGate(options.gate) : undefined;
     this.now = options.now ?? Date.now;
     this.metrics = options.metrics;
-    this.metrics?.watchHealth(() => registry.names.map((name) => [name, registry.isHealthy(name)]));
+    this.metrics?.watchEngines(() =>
+      registry.names.map((instance) => {
+        const scraped = registry.metrics(instance);
+        return { instance, healthy: registry.isHealthy(instance), prefixHitRate: scraped?.prefixHitRate, kvUsage: scraped?.kvUsage };
+      }),
+    );
     registry.onDown((instance) => {
       this.metrics?.takenOut(instance);
       policy.onInstanceDown?.(instance);

@@ -71,6 +71,16 @@ export class GatewayMetrics {
   }
 }
 
+/** One engine as the router sees it: its health, and what its latest `/metrics` scrape said. */
+export interface EngineState {
+  instance: string;
+  healthy: boolean;
+  /** 0..1; undefined when the engine reports none. */
+  prefixHitRate: number | undefined;
+  /** 0..1; undefined before a scrape. */
+  kvUsage: number | undefined;
+}
+
 /** The router's placements (scheduler/router.ts) and its view of engine health (scheduler/registry.ts). */
 export class RouterMetrics {
   private readonly decisions: (instance: string) => Counter.Internal;
@@ -81,8 +91,8 @@ export class RouterMetrics {
   private readonly held: Gauge;
   private readonly heldTotal: Counter;
   private readonly heldWait: Histogram;
-  /** The engines' health as the router sees it, read when scraped. */
-  private healthSource: (() => Iterable<[instance: string, healthy: boolean]>) | undefined;
+  /** The engines as the router sees them, read when scraped. */
+  private engineSource: (() => Iterable<EngineState>) | undefined;
   private readonly down: (instance: string) => Counter.Internal;
 
   constructor(registers: Registry[]) {
@@ -96,16 +106,25 @@ export class RouterMetrics {
     this.held = new Gauge({ name: 'rollout_router_held_calls', help: 'Calls waiting now for KV memory on some instance.', registers });
     this.heldTotal = new Counter({ name: 'rollout_router_held_calls_total', help: 'Calls that had to wait for KV memory.', registers });
     this.heldWait = new Histogram({ name: 'rollout_router_held_wait_seconds', help: 'How long a held call waited, placed or not.', buckets: WAIT_BUCKETS, registers });
-    const read = () => this.healthSource?.() ?? [];
-    new Gauge({
-      name: 'rollout_engine_healthy',
-      help: 'Whether the router places calls on the engine instance (1) or has taken it out (0).',
-      labelNames: ['instance'],
-      registers,
-      collect() {
-        for (const [instance, healthy] of read()) this.labels(instance).set(healthy ? 1 : 0);
-      },
-    });
+    const read = () => this.engineSource?.() ?? [];
+    const engineGauge = (name: string, help: string, value: (engine: EngineState) => number | undefined) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['instance'],
+        registers,
+        collect() {
+          // An engine that stopped reporting a figure shows none, not its last one.
+          this.reset();
+          for (const engine of read()) {
+            const v = value(engine);
+            if (v !== undefined) this.labels(engine.instance).set(v);
+          }
+        },
+      });
+    engineGauge('rollout_engine_healthy', 'Whether the router places calls on the engine instance (1) or has taken it out (0).', (e) => (e.healthy ? 1 : 0));
+    engineGauge('rollout_engine_prefix_cache_hit_ratio', "The engine's prefix-cache hit rate as it reports it (vLLM: over its lifetime; SGLang: its recent window).", (e) => e.prefixHitRate);
+    engineGauge('rollout_engine_kv_cache_usage_ratio', "Share of the engine's KV cache in use, as it reports it.", (e) => e.kvUsage);
     const down = new Counter({ name: 'rollout_engine_taken_out_total', help: 'Times the router took an engine instance out (failed health checks or calls).', labelNames: ['instance'], registers });
     this.down = children((i) => down.labels(i));
   }
@@ -135,9 +154,9 @@ export class RouterMetrics {
     };
   }
 
-  /** Where `rollout_engine_healthy` reads the engines' health at each scrape (the process's router). */
-  watchHealth(source: () => Iterable<[instance: string, healthy: boolean]>): void {
-    this.healthSource = source;
+  /** Where the `rollout_engine_…` gauges read the engines at each scrape (the process's router). */
+  watchEngines(source: () => Iterable<EngineState>): void {
+    this.engineSource = source;
   }
 
   takenOut(instance: string): void {

@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
-import { createRouter } from '../../scheduler/router.js';
+import { createRouter, type Router } from '../../scheduler/router.js';
 import { createMetrics } from '../../telemetry/metrics.js';
 import type { Store } from '../../trajectory/index.js';
 import { buildGateway } from '../../gateway/server.js';
@@ -19,6 +19,7 @@ let engine: EngineSim;
 let store: Store;
 let gateway: FastifyInstance;
 let url: string;
+let router: Router;
 const sessions = ['m-0', 'm-1'];
 /** Model requests that generated, streamed or not. */
 let generated = 0;
@@ -59,7 +60,8 @@ beforeAll(async () => {
   const metrics = createMetrics(new Registry());
   const engines = [{ name: 'e0', kind: 'vllm' as const, url: engine.url }];
   // The router counts on the gateway's metrics, as stack/roles/gateway.ts wires them.
-  gateway = await buildGateway({ codec, store, engines, modelName: 'Qwen/Qwen3-8B', adminToken: TEST_ADMIN_TOKEN, router: createRouter(engines, { policy: 'home' }, metrics.router), replica: { id: 'test-gateway' }, metrics });
+  router = createRouter(engines, { policy: 'home' }, metrics.router);
+  gateway = await buildGateway({ codec, store, engines, modelName: 'Qwen/Qwen3-8B', adminToken: TEST_ADMIN_TOKEN, router, replica: { id: 'test-gateway' }, metrics });
   await gateway.listen({ host: '127.0.0.1', port: 0 });
   url = `http://127.0.0.1:${(gateway.server.address() as { port: number }).port}`;
   await runSession(sessions[0]!, false);
@@ -104,6 +106,7 @@ describe('gateway /metrics', () => {
   });
 
   it('times every generating request and counts each placement and the engine health', async () => {
+    await router.registry.refresh();
     const { samples } = await scrape(url, TEST_ADMIN_TOKEN);
     expect(total(samples, 'rollout_gateway_added_latency_seconds_count')).toBe(generated);
     expect(total(samples, 'rollout_gateway_engine_latency_seconds_count')).toBe(generated);
@@ -112,6 +115,11 @@ describe('gateway /metrics', () => {
     expect(total(samples, 'rollout_router_prompt_tokens_total')).toBe(total(samples, 'rollout_gateway_prompt_tokens_total'));
     expect(total(samples, 'rollout_router_migrations_total')).toBe(0);
     expect(total(samples, 'rollout_engine_healthy', { instance: 'e0' })).toBe(1);
+    // The engine's own figures, from the router's scrape of its /metrics.
+    const scraped = router.registry.metrics('e0')!;
+    expect(scraped.prefixHitRate).toBeGreaterThan(0);
+    expect(total(samples, 'rollout_engine_prefix_cache_hit_ratio', { instance: 'e0' })).toBe(scraped.prefixHitRate);
+    expect(total(samples, 'rollout_engine_kv_cache_usage_ratio', { instance: 'e0' })).toBe(scraped.kvUsage);
     expect(total(samples, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
   });
 });
