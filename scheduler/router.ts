@@ -208,7 +208,7 @@ export class Router implements CallRouter {
   placeRequest(request: RouteRequest, exclude: ReadonlySet<string> = new Set()): RequestPlacement | undefined {
     const candidates = this.healthy(exclude);
     if (candidates.length === 0) return undefined;
-    this.metrics?.failover();
+    if (exclude.size > 0) this.metrics?.failover();
     return this.commit(request, candidates);
   }
 
