@@ -2,6 +2,9 @@ import { ApplicationFailure, Context, sleep } from '@temporalio/activity';
 import { removeAgentState, runAgentStep, type AgentStepResult } from '../agents/builtin/index.js';
 import type { AdmissionControl, Lease } from '../scheduler/index.js';
 import { SandboxError, type SandboxProvider } from '../sandbox/provider.js';
+import { meteredSandbox } from '../sandbox/metered.js';
+import { createMetrics, type RolloutMetrics } from '../telemetry/metrics.js';
+import { Registry } from 'prom-client';
 import type { ImageStore } from '../sandbox/images/types.js';
 import {
   evaluateReward,
@@ -68,6 +71,11 @@ export interface ActivityDeps {
   judge?: { engine: JudgeEngine; prices: JudgePrices };
   /** The stack's `reward.screen` (tasks/reward/screen/). Default: on, every rule. */
   rewardScreen?: ScreenConfig;
+  /**
+   * Where sandbox operations, rewards, finished episodes and admission waits are counted
+   * (telemetry/metrics.ts). Default: metrics on a registry of their own, which nothing exposes.
+   */
+  metrics?: RolloutMetrics;
 }
 
 /** A task asking for a judge this worker cannot run is not retried; an engine outage is. */
@@ -130,7 +138,10 @@ async function withHeartbeat<T>(
   }
 }
 
-export function createActivities(deps: ActivityDeps) {
+export function createActivities(given: ActivityDeps) {
+  const metrics = given.metrics ?? createMetrics(new Registry(), { processMetrics: false });
+  // Every activity, the janitor's and the agents' included, reaches the sandbox through this seam.
+  const deps: ActivityDeps = { ...given, sandbox: meteredSandbox(given.sandbox, metrics.sandbox) };
   const gatewayOutageMs = deps.gatewayOutageMs ?? GATEWAY_OUTAGE_DEFAULT_MS;
   const admin = new GatewayAdminClient({ ...deps.gateway, outageMs: gatewayOutageMs });
   const blackBox = createBlackBoxAgentActivity({
@@ -156,17 +167,23 @@ export function createActivities(deps: ActivityDeps) {
      */
     async admitEpisode(input: { episodeId: string }): Promise<{ instance: string }> {
       const ctx = Context.current();
-      for (;;) {
-        const lease = await deps.admission.tryAdmit(input.episodeId);
-        if (lease) {
-          if (ctx.cancellationSignal.aborted) {
-            await deps.admission.release(input.episodeId);
-            throw ctx.cancellationSignal.reason;
+      let waited: (() => void) | undefined;
+      try {
+        for (;;) {
+          const lease = await deps.admission.tryAdmit(input.episodeId);
+          if (lease) {
+            if (ctx.cancellationSignal.aborted) {
+              await deps.admission.release(input.episodeId);
+              throw ctx.cancellationSignal.reason;
+            }
+            return { instance: lease.instance };
           }
-          return { instance: lease.instance };
+          waited ??= metrics.episodes.admissionWait();
+          ctx.heartbeat();
+          await sleep(250);
         }
-        ctx.heartbeat();
-        await sleep(250);
+      } finally {
+        waited?.();
       }
     },
 
@@ -335,6 +352,7 @@ export function createActivities(deps: ActivityDeps) {
               ),
             ),
           );
+          metrics.episodes.reward(result.reward, result.resolved, result.reason);
           return {
             reward: result.reward,
             resolved: result.resolved,
@@ -391,6 +409,7 @@ export function createActivities(deps: ActivityDeps) {
         tEpisodeS: input.tEpisodeS,
         tEnvS: input.tEnvS,
       });
+      metrics.episodes.episode(input.outcome);
     },
 
     ...createBatchActivities(deps),

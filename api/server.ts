@@ -2,6 +2,9 @@ import type { Client } from '@temporalio/client';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { timingSafeEqual } from 'node:crypto';
 import { GatewayAdminClient } from '../activities/gateway-admin.js';
+import { Registry } from 'prom-client';
+import { registerMetricsRoute } from '../telemetry/exposition.js';
+import { createMetrics, type RolloutMetrics } from '../telemetry/metrics.js';
 import { clientErrorHandler, installJsonParser } from '../gateway/limits.js';
 import type { Config } from '../stack/config.js';
 import type { ArtifactStore, BatchDataStore } from '../trajectory/index.js';
@@ -22,6 +25,8 @@ export interface ApiDeps {
   gateway: { urls: readonly string[]; adminToken: string };
   /** Bearer token every request but those of `OPEN_PATHS` must carry (`Authorization: Bearer …`). */
   token: string;
+  /** What `GET /metrics` serves (the process's metrics). Default: metrics of its own (Node's process metrics; the rest stay at zero in an API-only process). */
+  metrics?: RolloutMetrics;
 }
 
 /** Routes anyone may read: the API's description and its liveness. */
@@ -64,6 +69,7 @@ export function buildApiServer(deps: ApiDeps): FastifyInstance {
   for (const route of routes) registerRoute(app, route);
   const document = openApiDocument(routes, { title: 'agent-rollout batch API', version: '1' });
   app.get('/openapi.json', async () => document);
+  registerMetricsRoute(app, (deps.metrics ?? createMetrics(new Registry())).registry, token);
 
   app.setErrorHandler((error, _request, reply) => {
     if (error instanceof ApiError) return reply.code(error.status).send(error.envelope());

@@ -142,7 +142,8 @@ const ROLES = new Map<string, (config: Config) => Promise<RunningRole>>([
     async (config) => {
       const w = await startWorker(config);
       const gateways = config.gateway.urls.length > 0 ? config.gateway.urls.join(', ') : config.gateway.url;
-      return { line: `worker joined ${config.temporal.address} (gateway ${gateways})`, stop: w.stop };
+      const metrics = w.metricsUrl ? `; metrics at ${w.metricsUrl}/metrics` : '';
+      return { line: `worker joined ${config.temporal.address} (gateway ${gateways})${metrics}`, stop: w.stop };
     },
   ],
   [

@@ -23,6 +23,9 @@ import { SessionOwnership } from './session/ownership.js';
 import { SessionManager } from './session/session-manager.js';
 import { ProcessStats } from './process-stats.js';
 import { timeTurns } from './turn-timing.js';
+import { Registry } from 'prom-client';
+import { registerMetricsRoute } from '../telemetry/exposition.js';
+import { createMetrics, type RolloutMetrics } from '../telemetry/metrics.js';
 
 /** An inference engine the gateway can send a session to. */
 export interface EngineInstance {
@@ -62,6 +65,12 @@ export interface GatewayOptions {
   log?: (line: string) => void;
   /** Largest request body; a larger one answers 413. Default 16 MiB (`GATEWAY_MAX_BODY_BYTES`). */
   maxBodyBytes?: number;
+  /**
+   * Where turns, tokens and latencies are counted; `GET /metrics` (with `adminToken`) serves its
+   * registry. Give the router the same (`createRouter`'s `metrics`) to have placements on it too.
+   * Default: metrics on a registry of this gateway's own.
+   */
+  metrics?: RolloutMetrics;
 }
 
 /** The URL a listening server is reached at (a wildcard address is named by the host name). */
@@ -77,8 +86,12 @@ function listenUrl(app: FastifyInstance): string {
  * Each protocol is its own encapsulated plugin with its own error envelope.
  */
 function protocolRoutes(deps: GatewayDeps, affinity: ReturnType<typeof sessionAffinity>, stats: ProcessStats) {
+  const metrics = deps.turns.metrics;
   return async (app: FastifyInstance) => {
-    timeTurns(app, (times) => stats.recordTurn(times));
+    timeTurns(app, (times) => {
+      stats.recordTurn(times);
+      metrics.timed(times.addedMs, times.engineMs, times.waitMs);
+    });
     // Before the body is read: a request for a session owned elsewhere goes there as it came.
     app.addHook('preParsing', affinity);
     await app.register(async (openai) => {
@@ -111,6 +124,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   const policy = await PolicyControl.create(options.store);
   const fanOut = new PolicyFanOut({ policy, replicaId: replica.id, replicas: () => registration.live(), adminToken: options.adminToken, log });
   const affinity = { ownership, registration, log };
+  const metrics = options.metrics ?? createMetrics(new Registry());
   const deps: GatewayDeps = {
     sessions,
     modelName: options.modelName,
@@ -124,6 +138,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
       // Every engine may take any call (failover), so the smallest context length bounds them all.
       maxModelLen: Math.min(...options.engines.map((e) => e.maxModelLen ?? Infinity)),
       dropSession: (session) => sessions.drop(session),
+      metrics: metrics.gateway,
       backendFor(instance) {
         const backend = backends.get(instance);
         if (!backend) throw new GatewayError(`engine instance ${instance} is not configured`, 503, 'server_error');
@@ -152,6 +167,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   );
   app.head('/', async (_request, reply) => reply.code(200).send());
   app.get('/health', async () => ({ status: 'ok', sessions: 'ready' }));
+  registerMetricsRoute(app, metrics.registry, options.adminToken);
   const protocolAffinity = sessionAffinity(affinity, (request) => {
     const key = request.method === 'POST' ? sessionKeyOf(request) : undefined;
     return key === undefined ? undefined : sessions.locateByKey(key);

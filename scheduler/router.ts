@@ -4,6 +4,7 @@ import { IncrementalHasher, DEFAULT_BLOCK_SIZE } from './routing/block-hash.js';
 import { KvGate, KV_GATE_DEFAULTS, type KvGateOptions } from './routing/kv-gate.js';
 import { createPolicy, POLICY_NAMES, type PolicyName, type PolicyOptionsByName } from './routing/policies/index.js';
 import { PrefixIndex } from './routing/prefix-index.js';
+import type { RouterMetrics } from '../telemetry/metrics.js';
 import type { BlockHashes, InstanceView, PrefixLookup, RouteDecision, RouteRequest, RoutingPolicy } from './routing/types.js';
 
 /** What a prefix index may take from the router beyond lookups; the router feeds what it has. */
@@ -34,6 +35,8 @@ export interface RouterOptions {
   gate?: KvGateOptions;
   /** Clock in ms (the gate's waits and reservations). Default `Date.now`. */
   now?: () => number;
+  /** Where placements, held calls and engine health are counted. Default none. */
+  metrics?: RouterMetrics;
 }
 
 /** A call `admit` holds until the gate lets it through. */
@@ -104,6 +107,7 @@ export class Router implements CallRouter {
   private readonly blockHashes: NonNullable<RouterOptions['blockHashes']>;
   private readonly gate: KvGate<Waiter> | undefined;
   private readonly now: () => number;
+  private readonly metrics: RouterMetrics | undefined;
   /** Wakes the gate at its next deadline while calls wait. */
   private timer: NodeJS.Timeout | undefined;
 
@@ -118,7 +122,15 @@ export class Router implements CallRouter {
     this.maxAttempts = options.maxAttempts ?? 3;
     this.gate = options.gate ? new KvGate(options.gate) : undefined;
     this.now = options.now ?? Date.now;
+    this.metrics = options.metrics;
+    this.metrics?.watchEngines(() =>
+      registry.names.map((instance) => {
+        const scraped = registry.metrics(instance);
+        return { instance, healthy: registry.isHealthy(instance), prefixHitRate: scraped?.prefixHitRate, kvUsage: scraped?.kvUsage };
+      }),
+    );
     registry.onDown((instance) => {
+      this.metrics?.takenOut(instance);
       policy.onInstanceDown?.(instance);
       prefix.dropInstance?.(instance);
       this.gate?.dropInstance(instance);
@@ -163,13 +175,18 @@ export class Router implements CallRouter {
     if (!gate) return Promise.resolve(this.commit(request, candidates));
     const fits = gate.admissible(request, candidates, this.now());
     if (fits.length > 0) return Promise.resolve(this.commit(request, fits));
+    const heldAt = this.now();
+    const waited = this.metrics?.hold();
     return new Promise((resolve) => {
       const onAbort = (): void => {
-        if (gate.cancel(held)) resolve(undefined);
+        if (!gate.cancel(held)) return;
+        waited?.(this.now() - heldAt);
+        resolve(undefined);
       };
-      const held = gate.hold(request, this.now(), {
+      const held = gate.hold(request, heldAt, {
         resolve: (placement) => {
           signal?.removeEventListener('abort', onAbort);
+          waited?.(this.now() - heldAt);
           resolve(placement);
         },
       });
@@ -191,6 +208,7 @@ export class Router implements CallRouter {
   placeRequest(request: RouteRequest, exclude: ReadonlySet<string> = new Set()): RequestPlacement | undefined {
     const candidates = this.healthy(exclude);
     if (candidates.length === 0) return undefined;
+    if (exclude.size > 0) this.metrics?.failover();
     return this.commit(request, candidates);
   }
 
@@ -222,6 +240,7 @@ export class Router implements CallRouter {
     this.prefix.insert?.(decision.instance, request.blocks, request.chainId);
     this.gate?.placed(request, decision.instance, this.now());
     const inFlight = this.registry.begin(decision.instance, request.promptTokens + request.expectedOutputTokens);
+    this.metrics?.placed(decision.instance, request.promptTokens, decision.expectedCachedTokens, request.home !== undefined && request.home !== decision.instance);
     return { ...decision, request, inFlight };
   }
 
@@ -345,7 +364,7 @@ export const ROUTING_DEFAULTS = {
  * A router: the named policy, a prefix index bounded by each instance's KV capacity, token-level
  * admission (unless disabled), health checks and metrics.
  */
-export function createRouter(instances: readonly RegisteredInstance[], options: RoutingOptions = {}): Router {
+export function createRouter(instances: readonly RegisteredInstance[], options: RoutingOptions = {}, metrics?: RouterMetrics): Router {
   const { policy, policyOptions, blockSize, maxAttempts, admission, ...registryOptions } = { ...ROUTING_DEFAULTS, ...options };
   const { enabled, ...gate } = { ...ROUTING_DEFAULTS.admission, ...admission };
   const index = new PrefixIndex(blockSize);
@@ -355,6 +374,6 @@ export function createRouter(instances: readonly RegisteredInstance[], options: 
     new InstanceRegistry(instances, registryOptions),
     policy === 'home' ? new HomePolicy() : createPolicy(policy, (policyOptions ?? {}) as PolicyOptionsByName[PolicyName]),
     index,
-    { blockSize, maxAttempts, blockHashes: (chainId, ids, tail) => hasher.hashes(chainId, ids, tail), gate: enabled ? gate : undefined },
+    { blockSize, maxAttempts, blockHashes: (chainId, ids, tail) => hasher.hashes(chainId, ids, tail), gate: enabled ? gate : undefined, metrics },
   );
 }

@@ -365,6 +365,14 @@ export const ConfigSchema = z
           .int()
           .positive()
           .default(EPISODE_TIMEOUT_DEFAULTS.cleanupWindowMs),
+        /**
+         * Port of the worker's metrics listener (`GET /metrics`, bearer: the gateway admin token);
+         * 0 picks a free one. Default null: none (in `rollout dev`/`demo` the gateway's and the
+         * API's `/metrics` show the worker's metrics, one registry per process).
+         */
+        metricsPort: z.number().int().min(0).max(65_535).nullable().default(null),
+        /** Interface the worker's metrics listener listens on. Default 127.0.0.1. */
+        metricsHost: z.string().default('127.0.0.1'),
       })
       .prefault({}),
     /** The test reward (tasks/reward/). */

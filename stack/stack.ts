@@ -3,6 +3,8 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { TaskCatalog } from '../activities/task-catalog.js';
 import type { InstanceConfig } from '../scheduler/index.js';
 import type { Store } from '../trajectory/index.js';
+import { Registry } from 'prom-client';
+import { createMetrics, type RolloutMetrics } from '../telemetry/metrics.js';
 import { hostQueueOf, type RolloutWorker } from '../workers/worker.js';
 import type { Config } from './config.js';
 import { checkEngines } from './engine-check.js';
@@ -37,6 +39,10 @@ export interface Stack {
   store: Store;
   /** Present when this process runs a worker. */
   worker: RolloutWorker | undefined;
+  /** Every role's metrics in this process, on one registry (what each `/metrics` serves). */
+  metrics: RolloutMetrics;
+  /** The worker's metrics listener (`worker.metricsPort`), when it runs one. */
+  workerMetricsUrl: string | undefined;
   stop(): Promise<void>;
 }
 
@@ -63,6 +69,8 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
   const paths = dataPaths(config.dataDir);
   makeDataDirs(config.dataDir);
   const stops = new Stops();
+  // One registry for the process: its gateway, API and worker count into it, each `/metrics` shows it.
+  const metrics = createMetrics(new Registry());
   try {
     let devServerAddress: string | undefined;
     let uiUrl: string | null = null;
@@ -95,7 +103,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     let started: string[] | undefined;
     let isAvailable: ((instance: string) => boolean) | undefined;
     if (!config.gateway.url) {
-      const gateways = await startGateways(config, { store, codec, engines });
+      const gateways = await startGateways(config, { store, codec, engines, metrics });
       stops.push(() => gateways.stop());
       started = gateways.urls;
       // The worker admits episodes to engines the gateways' router finds healthy.
@@ -108,11 +116,12 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     stops.push(() => connection.close());
     const client = new Client({ connection, namespace: config.temporal.namespace });
 
-    const api = await startApi(config, { client, gatewayUrls: urls, store });
+    const api = await startApi(config, { client, gatewayUrls: urls, store, metrics });
     stops.push(() => api.stop());
     log(`batch API listening on ${api.url} (OpenAPI at ${api.url}/openapi.json)`);
 
     let worker: RolloutWorker | undefined;
+    let workerMetricsUrl: string | undefined;
     if (parts.worker ?? true) {
       const role = await startWorker(config, {
         temporalAddress: temporal.address,
@@ -123,9 +132,11 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
         tasks,
         codec,
         workflowBundle: parts.workflowBundle,
+        metrics,
       });
       stops.push(() => role.stop());
       worker = role.worker;
+      workerMetricsUrl = role.metricsUrl;
       log(
         `worker polling ${config.temporal.taskQueue} and ${hostQueueOf(config.temporal.taskQueue, config.worker.hostId)}`,
       );
@@ -142,6 +153,8 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
       client,
       store,
       worker,
+      metrics,
+      workerMetricsUrl,
       stop: () => stops.run(),
     };
   } catch (error) {

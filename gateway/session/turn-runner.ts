@@ -1,4 +1,5 @@
 import { messageDigest, splitReasoning, type ChatMessage, type Codec, type ParsedTurn, type ToolCall, type ToolSpec } from '../codec/index.js';
+import type { GatewayMetrics } from '../../telemetry/metrics.js';
 import { StoreConflictError, type Store } from '../../trajectory/index.js';
 import { isTimeout } from '../../scheduler/probe.js';
 import { routeChainId, type CallRouter, type RouteCall } from '../../scheduler/router.js';
@@ -72,6 +73,8 @@ export interface TurnRunnerDeps {
   dropSession(session: GatewaySession): void;
   /** The policy version and pause: every generation runs under its lease. */
   policy: PolicyGate & { current(): { version: number } };
+  /** Counts every committed turn and its tokens. */
+  metrics: GatewayMetrics;
 }
 
 /** A chain held by one in-flight request: other requests that pick it wait for it. */
@@ -341,6 +344,7 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
         finishReason,
       });
     });
+    deps.metrics.turn(finishReason, prompt.length, result.ids.length, result.cachedTokens);
     return {
       kind: 'generated',
       parsed,

@@ -1,6 +1,9 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { Registry } from 'prom-client';
 import { z } from 'zod';
+import { registerMetricsRoute } from '../../telemetry/exposition.js';
+import { createMetrics, type RolloutMetrics } from '../../telemetry/metrics.js';
 import type { RegisteredInstance } from '../registry.js';
 import { createRouter, ROUTING_DEFAULTS, type RequestPlacement, type Router, type RoutingOptions } from '../router.js';
 import type { RouteRequest } from '../routing/types.js';
@@ -35,6 +38,11 @@ export interface PlacementServiceOptions {
   logger?: boolean;
   /** Chains whose block hashes the service keeps, so callers send only new blocks. Default 16,384. */
   maxChains?: number;
+  /**
+   * Where the router counts placements, held calls and engine health; `GET /metrics` (with `token`)
+   * serves its registry. Default: metrics on a registry of the service's own.
+   */
+  metrics?: RolloutMetrics;
 }
 
 export interface PlacementService {
@@ -212,9 +220,11 @@ function placementRoutes(router: Router, book: PlacementBook, chains: ChainBlock
  */
 export async function startPlacementService(options: PlacementServiceOptions): Promise<PlacementService> {
   const { host, port, leaseMs, maxChains } = { ...PLACEMENT_DEFAULTS, ...options };
-  const router = createRouter(options.engines, options.routing);
+  const metrics = options.metrics ?? createMetrics(new Registry());
+  const router = createRouter(options.engines, options.routing, metrics.router);
   const book = new PlacementBook(router, leaseMs);
   const app = Fastify({ logger: options.logger ?? false, bodyLimit: BODY_LIMIT_BYTES });
+  registerMetricsRoute(app, metrics.registry, options.token);
   await app.register(placementRoutes(router, book, new ChainBlocks(maxChains), options.token, { blockSize: options.routing?.blockSize ?? ROUTING_DEFAULTS.blockSize, leaseMs }));
   const sweeper = setInterval(() => book.sweep(), Math.max(1, Math.floor(leaseMs / 3)));
   sweeper.unref();

@@ -2,6 +2,7 @@ import { Client, Connection } from '@temporalio/client';
 import { buildApiServer } from '../../api/index.js';
 import { ConfigError, type Config } from '../config.js';
 import type { Store } from '../../trajectory/index.js';
+import type { RolloutMetrics } from '../../telemetry/metrics.js';
 import { openConfiguredArtifacts } from '../artifacts.js';
 import { apiToken, gatewayAdminToken } from '../secrets.js';
 import { withStops } from '../stops.js';
@@ -18,9 +19,10 @@ export interface ApiRole {
 /**
  * The batch API on `api.host:port`, forwarding policy routes to the gateways `gatewayUrls` (the
  * ones this process runs; default `gateway.urls`, else `gateway.url`). Without `shared.client` it connects to `temporal.address` itself;
- * without `shared.store` it opens `store.url`. Group files are read from `artifacts.uri`.
+ * without `shared.store` it opens `store.url`. Group files are read from `artifacts.uri`. `GET /metrics`
+ * (with `api.token`) serves `shared.metrics`, the process's, else its own default process metrics.
  */
-export function startApi(config: Config, shared: { client?: Client; gatewayUrls?: readonly string[]; store?: Store } = {}): Promise<ApiRole> {
+export function startApi(config: Config, shared: { client?: Client; gatewayUrls?: readonly string[]; store?: Store; metrics?: RolloutMetrics } = {}): Promise<ApiRole> {
   const urls = gatewayUrls(config, shared.gatewayUrls);
   if (urls.length === 0) throw new ConfigError('the batch API needs gateway.url or gateway.urls (the gateway it forwards policy routes to)');
   const gateway = { urls, adminToken: gatewayAdminToken(config) };
@@ -40,7 +42,7 @@ export function startApi(config: Config, shared: { client?: Client; gatewayUrls?
     }
     const artifacts = openConfiguredArtifacts(config);
     stops.push(() => artifacts.close());
-    const api = buildApiServer({ config, client, store, artifacts, gateway, token });
+    const api = buildApiServer({ config, client, store, artifacts, gateway, token, metrics: shared.metrics });
     stops.push(() => api.close());
     return { url: await listenUrl(api, config.api.host, config.api.port) };
   });

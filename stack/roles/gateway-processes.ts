@@ -2,6 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { RolloutMetrics } from '../../telemetry/metrics.js';
 import type { Codec } from '../../gateway/codec/index.js';
 import { startPlacementService } from '../../scheduler/placement/service.js';
 import type { Store } from '../../trajectory/index.js';
@@ -55,6 +56,11 @@ export interface GatewaysShared {
   engines?: CheckedEngine[];
   /** Where a gateway process's unexpected exit and restart are reported. Default: stderr. */
   log?: (line: string) => void;
+  /**
+   * The process's metrics: the in-process gateway's, or the placement service's that several
+   * gateway processes route through (each gateway process counts its turns on its own). Default: their own.
+   */
+  metrics?: RolloutMetrics;
 }
 
 /** `url` with its port replaced. */
@@ -192,6 +198,7 @@ export function startGatewayProcesses(
         engines,
         routing: config.routing,
         token: adminToken,
+        metrics: shared.metrics,
       });
       stops.push(() => placement.close());
       placementUrl = placement.url;

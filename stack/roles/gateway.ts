@@ -1,6 +1,8 @@
 import type { Codec } from '../../gateway/codec/index.js';
 import { buildGateway } from '../../gateway/server.js';
 import type { Store } from '../../trajectory/index.js';
+import { Registry } from 'prom-client';
+import { createMetrics, type RolloutMetrics } from '../../telemetry/metrics.js';
 import type { Config } from '../config.js';
 import { checkEngines, type CheckedEngine } from '../engine-check.js';
 import { gatewayAdminToken } from '../secrets.js';
@@ -21,9 +23,10 @@ export interface GatewayRole {
 /**
  * The gateway on `gateway.host:port`, routing over `engines` (default: the configured ones, checked
  * against `model.name` and read for their limits, `checkEngines`). What `shared` leaves out it makes
- * itself: the codec from `model.*`, its own store from `store.url`.
+ * itself: the codec from `model.*`, its own store from `store.url`, its own metrics (the process's
+ * when shared: `GET /metrics` then shows every role of the process).
  */
-export function startGateway(config: Config, shared: { store?: Store; codec?: Codec; engines?: CheckedEngine[] } = {}): Promise<GatewayRole> {
+export function startGateway(config: Config, shared: { store?: Store; codec?: Codec; engines?: CheckedEngine[]; metrics?: RolloutMetrics } = {}): Promise<GatewayRole> {
   const adminToken = gatewayAdminToken(config);
   return withStops(async (stops) => {
     const engines = shared.engines ?? (await checkEngines(configuredInstances(config), config.model.name, (line) => console.warn(line)));
@@ -34,8 +37,9 @@ export function startGateway(config: Config, shared: { store?: Store; codec?: Co
       stops.push(() => own.close());
       store = own;
     }
-    const router = gatewayRouter(config, engines);
-    const gateway = await buildGateway({ codec, store, engines, modelName: config.model.name, adminToken, router, replica: gatewayReplica(config), maxBodyBytes: config.gateway.maxBodyBytes });
+    const metrics = shared.metrics ?? createMetrics(new Registry());
+    const router = gatewayRouter(config, engines, metrics.router);
+    const gateway = await buildGateway({ codec, store, engines, modelName: config.model.name, adminToken, router, replica: gatewayReplica(config), maxBodyBytes: config.gateway.maxBodyBytes, metrics });
     stops.push(() => gateway.close());
     const url = await listenUrl(gateway, config.gateway.host, config.gateway.port);
     return { url, isAvailable: (instance: string) => router.registry.isHealthy(instance) };

@@ -4,6 +4,7 @@ import { RemoteRouter } from '../../scheduler/placement/remote-router.js';
 import { startPlacementService, type PlacementService } from '../../scheduler/placement/service.js';
 import { createRouter, type CallRouter } from '../../scheduler/router.js';
 import type { InstanceConfig } from '../../scheduler/instances.js';
+import type { RouterMetrics } from '../../telemetry/metrics.js';
 import type { Config } from '../config.js';
 import { gatewayAdminToken } from '../secrets.js';
 import { configuredInstances } from './engines.js';
@@ -24,10 +25,13 @@ export async function startPlacementRole(config: Config): Promise<PlacementServi
   });
 }
 
-/** The router of a gateway replica: the placement service when `gateway.placementUrl` is set, else in-process. */
-export function gatewayRouter(config: Config, engines: readonly InstanceConfig[]): CallRouter {
+/**
+ * The router of a gateway replica: the placement service when `gateway.placementUrl` is set, else
+ * in-process, counting its placements on `metrics`.
+ */
+export function gatewayRouter(config: Config, engines: readonly InstanceConfig[], metrics?: RouterMetrics): CallRouter {
   const url = config.gateway.placementUrl;
-  return url ? new RemoteRouter({ url, token: gatewayAdminToken(config), engines, routing: config.routing }) : createRouter(engines, config.routing);
+  return url ? new RemoteRouter({ url, token: gatewayAdminToken(config), engines, routing: config.routing }) : createRouter(engines, config.routing, metrics);
 }
 
 /** A gateway replica's identity and timings from `gateway.*`. */

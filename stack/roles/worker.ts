@@ -8,6 +8,9 @@ import { bubblewrapTmpHostDir } from '../../sandbox/bridge.js';
 import { createSandboxProvider } from '../../sandbox/index.js';
 import { BASE_IMAGE, LocalImageStore } from '../../sandbox/images/index.js';
 import type { Store } from '../../trajectory/index.js';
+import { Registry } from 'prom-client';
+import { startMetricsListener } from '../../telemetry/exposition.js';
+import { createMetrics, type RolloutMetrics } from '../../telemetry/metrics.js';
 import { hostQueueOf, installWorkerRuntime, RolloutWorker } from '../../workers/worker.js';
 import { ConfigError, type Config } from '../config.js';
 import { openConfiguredArtifacts } from '../artifacts.js';
@@ -25,6 +28,8 @@ import { gatewayUrls } from './placement.js';
 
 export interface WorkerRole {
   worker: RolloutWorker;
+  /** The metrics listener's URL (`worker.metricsPort`), when it runs one. */
+  metricsUrl: string | undefined;
   stop(): Promise<void>;
 }
 
@@ -45,13 +50,16 @@ export interface WorkerShared {
   codec?: Codec;
   /** Reuse a workflow bundle (tests build it once). */
   workflowBundle?: WorkflowBundleWithSourceMap;
+  /** The process's metrics. Default: its own. */
+  metrics?: RolloutMetrics;
 }
 
 /**
  * A rollout worker: polls the shared queue and its host queue (`worker.hostId`), with its
  * sandboxes, agent state and host registration. Standalone (`rollout worker`) it needs
  * `temporal.address` and `gateway.url`, opens its own store, and checks the engines' health itself
- * so that it never admits an episode to a dead engine.
+ * so that it never admits an episode to a dead engine. With `worker.metricsPort` it serves its
+ * metrics (`GET /metrics`, behind the gateway admin token).
  */
 export function startWorker(config: Config, shared: WorkerShared = {}): Promise<WorkerRole> {
   const urls = gatewayUrls(config, shared.gatewayUrls);
@@ -113,6 +121,13 @@ export function startWorker(config: Config, shared: WorkerShared = {}): Promise<
       }),
       prices: config.judge.prices,
     };
+    const metrics = shared.metrics ?? createMetrics(new Registry());
+    let metricsUrl: string | undefined;
+    if (config.worker.metricsPort !== null) {
+      const listener = await startMetricsListener({ host: config.worker.metricsHost, port: config.worker.metricsPort, registry: metrics.registry, token: gateway.adminToken });
+      stops.push(() => listener.close());
+      metricsUrl = listener.url;
+    }
     const activities = createActivities({
       store,
       admission: await AdmissionControl.create(store, engines, config.admission, isAvailable),
@@ -131,6 +146,7 @@ export function startWorker(config: Config, shared: WorkerShared = {}): Promise<
       hostTtlMs: config.janitor.hostTtlMs,
       judge,
       rewardScreen: config.reward.screen,
+      metrics,
     });
     installWorkerRuntime();
     const connection = await NativeConnection.connect(connectionOptions);
@@ -159,6 +175,6 @@ export function startWorker(config: Config, shared: WorkerShared = {}): Promise<
       worker.shutdown();
       await running;
     });
-    return { worker };
+    return { worker, metricsUrl };
   });
 }

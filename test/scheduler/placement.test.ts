@@ -7,6 +7,7 @@ import type { EngineInstance } from '../../gateway/server.js';
 import { RemoteRouter } from '../../scheduler/placement/remote-router.js';
 import { blockHashes } from '../../scheduler/routing/block-hash.js';
 import { startPlacementService, type PlacementService } from '../../scheduler/placement/service.js';
+import { scrape, total } from '../helpers/metrics-scrape.js';
 import { createRouter, type CallRouter, type RoutingOptions } from '../../scheduler/router.js';
 import { freePort } from '../../stack/ports.js';
 import { SqliteStore, type Store } from '../../trajectory/index.js';
@@ -115,11 +116,20 @@ describe('placement service shared by gateway replicas', () => {
     const blocker = await router.acquire({ chainId: 'hold/0', promptIds: new Array(100).fill(1), expectedOutputTokens: MAX_TOKENS });
     expect(blocker?.instance).toBe('kv');
     const abort = new AbortController();
+    const before = await scrape(service.url, TOKEN);
     const held = router.acquire({ chainId: 'wait/0', promptIds: new Array(100).fill(2), expectedOutputTokens: MAX_TOKENS }, abort.signal);
     await expect.poll(waiting).toBe(1);
+    // The service's /metrics sees the call held, and its wait ended when it was dropped.
+    expect(total((await scrape(service.url, TOKEN)).samples, 'rollout_router_held_calls')).toBe(1);
     abort.abort();
     expect(await held).toBeUndefined();
     await expect.poll(waiting).toBe(0);
+    const after = (await scrape(service.url, TOKEN)).samples;
+    expect(total(after, 'rollout_router_held_calls')).toBe(0);
+    expect(total(after, 'rollout_router_held_calls_total') - total(before.samples, 'rollout_router_held_calls_total')).toBe(1);
+    expect(total(after, 'rollout_router_held_wait_seconds_count') - total(before.samples, 'rollout_router_held_wait_seconds_count')).toBe(1);
+    expect(total(after, 'rollout_engine_healthy', { instance: 'kv' })).toBe(1);
+    expect((await scrape(service.url)).status).toBe(401);
     router.finished(blocker!, []);
     await expect.poll(async () => service.router.registry.views()[0]!.inFlightRequests).toBe(0);
   });

@@ -1,4 +1,7 @@
+import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
+import { createMetrics } from '../../telemetry/metrics.js';
+import { parseExposition, total } from '../helpers/metrics-scrape.js';
 import { InstanceRegistry } from '../../scheduler/registry.js';
 import { createRouter, Router, type RouteCall, type RouterPrefixIndex } from '../../scheduler/router.js';
 import type { BlockHash, BlockHashes, InstanceView, RouteRequest, RoutingPolicy } from '../../scheduler/routing/types.js';
@@ -87,6 +90,26 @@ describe('router', () => {
     expect(router.place(call('a'), new Set(['b']))).toBeUndefined();
     router.finished(retry, []);
     expect(policy.finished).toEqual(['a', 'b']);
+  });
+
+  it('counts placements, moves off home, failovers and engines taken out on its metrics', async () => {
+    const metrics = createMetrics(new Registry(), { processMetrics: false });
+    const registry = new InstanceRegistry(instances);
+    const router = new Router(registry, new RecordingPolicy(), new RecordingIndex(), { maxAttempts: 2, metrics: metrics.router });
+    const home = router.place(call('a'))!;
+    router.failed(home, true);
+    const elsewhere = router.place(call('a'), new Set(['a']))!;
+    router.finished(elsewhere, []);
+    const samples = parseExposition(await metrics.registry.metrics());
+    expect(total(samples, 'rollout_router_decisions_total', { instance: 'a' })).toBe(1);
+    expect(total(samples, 'rollout_router_decisions_total', { instance: 'b' })).toBe(1);
+    expect(total(samples, 'rollout_router_migrations_total')).toBe(1);
+    expect(total(samples, 'rollout_router_migrations_total', { instance: 'b' })).toBe(1);
+    expect(total(samples, 'rollout_router_failovers_total')).toBe(1);
+    expect(total(samples, 'rollout_router_prompt_tokens_total')).toBe(2 * call().promptIds.length);
+    expect(total(samples, 'rollout_engine_taken_out_total', { instance: 'a' })).toBe(1);
+    expect(total(samples, 'rollout_engine_healthy', { instance: 'a' })).toBe(0);
+    expect(total(samples, 'rollout_engine_healthy', { instance: 'b' })).toBe(1);
   });
 
   it('keeps an instance in when a call failed for another reason', () => {
