@@ -119,6 +119,7 @@ export function registerViewer(app: FastifyInstance, deps: ViewerDeps): void {
 
       scope.get('/batches/:id/phases', async (request, reply) => {
         const { id } = valid(BatchPath, request.params, 'batch id');
+        valid(NoQuery, request.query, 'query');
         const episodes = await deps.store.listEpisodes(id);
         const times = await phaseTimes.of(episodes.map((e) => e.episodeId));
         return sendHtml(reply, phasesFragment(times, episodes.length));
