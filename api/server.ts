@@ -12,7 +12,7 @@ import { openApiDocument } from './openapi.js';
 import { registerRoute } from './route.js';
 import { apiRoutes } from './routes.js';
 import { sameToken } from './token.js';
-import { isViewerLogin, isViewerPath, viewerDenied } from './viewer/auth.js';
+import { isViewerOpen, isViewerPath, viewerDenied } from './viewer/auth.js';
 import { registerViewer, type ViewerStore } from './viewer/routes.js';
 
 export interface ApiDeps {
@@ -49,7 +49,7 @@ export function buildApiServer(deps: ApiDeps): FastifyInstance {
   const token = deps.token;
   app.addHook('onRequest', async (request, reply) => {
     const path = request.url.split('?')[0]!;
-    if (OPEN_PATHS.has(path) || isViewerLogin(path)) return;
+    if (OPEN_PATHS.has(path) || isViewerOpen(path)) return;
     const given = /^Bearer (.+)$/i.exec(request.headers.authorization ?? '')?.[1];
     if (given === undefined || !sameToken(given, token)) {
       // The viewer also takes its login cookie (browsers send no bearer header on navigation).

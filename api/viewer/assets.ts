@@ -55,3 +55,6 @@ pre { white-space: pre-wrap; word-break: break-word; margin: 2px 0; }
 .drift-marker { background: #d73a49; color: #fff; } .rollback { background: #fff5b1; color: #5c4400; display: block; margin: 4px 0; }
 .clip { color: #777; font-style: italic; }
 `;
+
+/** Named by every page, so browsers do not ask the API for /favicon.ico (a 401 there). */
+export const VIEWER_ICON = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#2f6fde"/></svg>';

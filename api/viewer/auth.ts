@@ -3,8 +3,9 @@ import { errorPage } from './pages/login.js';
 import { VIEWER_HEADERS } from './headers.js';
 import { cookieOf, SESSION_COOKIE, validSession } from './session-cookie.js';
 
-/** The login form and its post: the only viewer paths open without a session. */
-export const isViewerLogin = (path: string): boolean => path === '/viewer/login';
+/** Open without a session: the login form and its post, and the static script, styles and icon (no data). */
+const OPEN_VIEWER_PATHS = new Set(['/viewer/login', '/viewer/assets/viewer.js', '/viewer/assets/viewer.css', '/viewer/assets/icon.svg']);
+export const isViewerOpen = (path: string): boolean => OPEN_VIEWER_PATHS.has(path);
 
 /** Paths the viewer's session cookie is accepted on; every other route still needs the bearer token. */
 export const isViewerPath = (path: string): boolean => path === '/viewer' || path.startsWith('/viewer/');

@@ -34,6 +34,6 @@ export function html(strings: TemplateStringsArray, ...values: HtmlPart[]): Html
 export function page(title: string, body: Html): Html {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${title} · agent-rollout viewer</title>
-<link rel="stylesheet" href="/viewer/assets/viewer.css"><script src="/viewer/assets/viewer.js" defer></script></head>
+<link rel="icon" href="/viewer/assets/icon.svg"><link rel="stylesheet" href="/viewer/assets/viewer.css"><script src="/viewer/assets/viewer.js" defer></script></head>
 <body><nav><a href="/viewer">batches</a></nav><main>${body}</main></body></html>`;
 }

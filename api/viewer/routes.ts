@@ -5,7 +5,7 @@ import type { TextTokenizer } from '../../gateway/codec/index.js';
 import type { BatchDataStore, EpisodeStore, SessionStore } from '../../trajectory/index.js';
 import { BatchNotFoundError } from '../errors.js';
 import type { BatchService } from '../batch-service.js';
-import { VIEWER_CSS, VIEWER_JS } from './assets.js';
+import { VIEWER_CSS, VIEWER_ICON, VIEWER_JS } from './assets.js';
 import { batchView, episodeTokens, listBatches } from './batch-data.js';
 import { episodeChains } from './chains.js';
 import { VIEWER_HEADERS } from './headers.js';
@@ -94,6 +94,7 @@ export function registerViewer(app: FastifyInstance, deps: ViewerDeps): void {
         return reply.code(303).header('set-cookie', sessionCookieHeader(sessionValue(deps.token))).header('location', '/viewer').send();
       });
       scope.get('/assets/viewer.js', async (_request, reply) => reply.type('text/javascript; charset=utf-8').send(VIEWER_JS));
+      scope.get('/assets/icon.svg', async (_request, reply) => reply.type('image/svg+xml').send(VIEWER_ICON));
       scope.get('/assets/viewer.css', async (_request, reply) => reply.type('text/css; charset=utf-8').send(VIEWER_CSS));
 
       scope.get('', async (request, reply) => {
