@@ -109,8 +109,11 @@ afterAll(async () => {
   await engines?.close();
 });
 
-async function loggedInPage(): Promise<Page> {
+async function loggedInPage(errors: string[] = []): Promise<Page> {
   const page = await browser.newPage();
+  page.on('pageerror', (e) => errors.push(String(e)));
+  // A blocked inline script or style (the CSP), or a resource refused, shows here as a console error.
+  page.on('console', (m) => (m.type() === 'error' ? errors.push(m.text()) : undefined));
   await page.goto(`${stack.apiUrl}/viewer/login`);
   await page.type('input[name=token]', stack.apiToken);
   await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
@@ -149,7 +152,8 @@ describe('the trajectory viewer', () => {
   it('plots one point per episode and one bar per termination reason, and times the phases', async () => {
     const episodes = await stack.store.listEpisodes(batchId);
     expect(episodes.length).toBe(4);
-    const page = await loggedInPage();
+    const errors: string[] = [];
+    const page = await loggedInPage(errors);
     await page.goto(`${stack.apiUrl}/viewer/batches/${batchId}`);
     const count = (plot: string, mark: string) => page.$$eval(`svg[data-plot="${plot}"] ${mark}`, (els) => els.length);
     expect(await count('reward', 'circle[data-point]')).toBe(episodes.length);
@@ -170,13 +174,15 @@ describe('the trajectory viewer', () => {
     expect(phases.agent).toBeGreaterThan(0);
     expect(phases.sandbox).toBeGreaterThan(0);
     expect(await page.$eval('[data-phase-episodes]', (e) => e.getAttribute('data-phase-episodes'))).toBe('4');
+    expect(errors).toEqual([]);
     await page.close();
   });
 
   it("highlights exactly the chain's loss_mask tokens, with their log-probs, and shows the reward evidence", async () => {
     const rows = await exportedRows(batchId);
     const row = rows.find((r) => r.num_turns > 1) ?? rows[0]!;
-    const page = await loggedInPage();
+    const errors: string[] = [];
+    const page = await loggedInPage(errors);
     const answer = await page.goto(`${stack.apiUrl}/viewer/batches/${batchId}/episodes/${encodeURIComponent(row.episode_id)}`);
     expect(answer?.status(), await answer?.text()).toBe(200);
     const recorded = (await stack.store.listEpisodes(batchId)).find((e) => e.episodeId === row.episode_id)!;
@@ -194,14 +200,14 @@ describe('the trajectory viewer', () => {
     const positions = row.loss_mask.flatMap((m, i) => (m === 1 ? [i] : []));
     sampled.forEach((title, k) => expect(title).toContain(`#${positions[k]} id ${row.input_ids[positions[k]!]} logprob ${row.logprobs[positions[k]!]!.toFixed(4)}`));
     expect(await page.$$eval(`${chain} details.turn`, (els) => els.length)).toBe(row.num_turns);
+    expect(errors).toEqual([]);
     await page.close();
   });
 
   it('shows a hostile transcript as text: no element, no script run', async () => {
     const episode = await recordProbeEpisode();
-    const page = await loggedInPage();
     const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(String(e)));
+    const page = await loggedInPage(errors);
     await page.goto(`${stack.apiUrl}/viewer/batches/${xssBatch}/episodes/${encodeURIComponent(episode.episodeId)}`);
     // The long first message makes the first turn longer than a page of tokens.
     expect(await openAllTurns(page)).toBeGreaterThan(0);
