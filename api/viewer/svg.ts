@@ -63,6 +63,9 @@ export function scatterPlot(name: string, points: readonly PlotPoint[], xLabel: 
   return html`<svg class="plot" data-plot="${name}" viewBox="0 0 ${WIDTH} ${height}" width="${WIDTH}" height="${height}" role="img"><line x1="${MARGIN.left}" y1="${height - MARGIN.bottom}" x2="${WIDTH - MARGIN.right}" y2="${height - MARGIN.bottom}" class="axis-line"/><text x="${MARGIN.left - 40}" y="${MARGIN.top + 10}" class="axis">${ys[1]}</text><text x="${WIDTH - MARGIN.right - 40}" y="${height - 16}" class="axis">${xs[1]}</text>${marks}${axisLabels(xLabel, yLabel, height)}</svg>`;
 }
 
+/** Room right of the longest bar for its text. */
+const BAR_TEXT = 190;
+
 export interface Bar {
   label: string;
   value: number;
@@ -77,7 +80,7 @@ export function barChart(name: string, bars: readonly Bar[], xLabel: string): Ht
   const max = Math.max(0, ...bars.map((b) => b.value));
   const marks = bars.map((bar, i) => {
     const y = MARGIN.top + i * barHeight;
-    const w = max > 0 ? ((WIDTH - MARGIN.left - MARGIN.right - 60) * bar.value) / max : 0;
+    const w = max > 0 ? ((WIDTH - MARGIN.left - MARGIN.right - BAR_TEXT) * bar.value) / max : 0;
     return html`<text x="4" y="${y + 15}" class="cat">${bar.label}</text><rect x="${MARGIN.left}" y="${y + 3}" width="${fixed(Math.max(w, 1))}" height="${barHeight - 6}" class="bar" data-bar="" data-label="${bar.label}" data-value="${bar.value}"><title>${bar.label}: ${bar.text ?? bar.value}</title></rect><text x="${fixed(MARGIN.left + Math.max(w, 1) + 4)}" y="${y + 15}" class="val">${bar.text ?? bar.value}</text>`;
   });
   return html`<svg class="plot" data-plot="${name}" viewBox="0 0 ${WIDTH} ${height}" width="${WIDTH}" height="${height}" role="img">${marks}${axisLabels(xLabel, '', height)}</svg>`;
