@@ -32,7 +32,7 @@ import { gatewaySessionId } from '../gateway/client/rendezvous.js';
 import { GATEWAY_OUTAGE_DEFAULT_MS, GatewayOutageError } from '../gateway/client/outage.js';
 import { createJanitorActivities } from './janitor.js';
 import { taskSourcePath, type TaskCatalog } from './task-catalog.js';
-import type { EpisodeInput, EpisodeOutcome, RewardSummary, SandboxRef } from './types.js';
+import { REWARD_TESTS_SHOWN, type EpisodeInput, type EpisodeOutcome, type RewardSummary, type SandboxRef } from './types.js';
 
 export interface ActivityDeps {
   store: Store;
@@ -136,6 +136,12 @@ async function withHeartbeat<T>(
   } finally {
     clearInterval(timer);
   }
+}
+
+/** The graded tests a reward summary names: those not passed first, at most REWARD_TESTS_SHOWN. */
+function shownTests(tests: RewardSummary['tests'] & object): NonNullable<RewardSummary['tests']> {
+  const entries = Object.entries(tests).sort(([, a], [, b]) => Number(a === 'passed') - Number(b === 'passed'));
+  return Object.fromEntries(entries.slice(0, REWARD_TESTS_SHOWN));
 }
 
 export function createActivities(given: ActivityDeps) {
@@ -363,6 +369,9 @@ export function createActivities(given: ActivityDeps) {
             ...(result.suiteBroken?.length ? { suiteBroken: result.suiteBroken } : {}),
             ...(result.suiteSkipped !== undefined ? { suiteSkipped: result.suiteSkipped } : {}),
             ...(result.judge ? { judge: result.judge } : {}),
+            canaries: result.canaries,
+            tests: shownTests(result.tests),
+            ...(result.screen?.length ? { screen: result.screen } : {}),
           };
         },
         {

@@ -110,7 +110,19 @@ export interface RewardSummary {
    * record; it reaches `reward_info` with the rest of this summary.
    */
   judge?: JudgeSummary;
+  /** Canary tests that guarded the run (0: none could be added). Absent in older summaries. */
+  canaries?: number;
+  /**
+   * Outcome of the graded tests, at most `REWARD_TESTS_SHOWN` of them, those not passed first
+   * (the counts above cover all). Absent in older summaries.
+   */
+  tests?: Record<string, 'passed' | 'failed' | 'missing'>;
+  /** What the static screen flagged when it made the episode `tampered` (at most 20 findings). */
+  screen?: { rule: string; path: string; line: number; text: string }[];
 }
+
+/** Most graded tests a RewardSummary names: a summary travels through Temporal and stays small. */
+export const REWARD_TESTS_SHOWN = 50;
 
 /** What to do with an episode sampled by a policy more than `maxStaleness` versions old. */
 export type StaleAction = 'drop' | 'rerun';
