@@ -13,8 +13,8 @@
 #   - the Temporal server with its SQL schema tool, built into .tools/bin, for a Temporal
 #     cluster on PostgreSQL
 #   - the Python client (clients/python) with pytest, in .tools/venv
-#   - vLLM for the CPU with torch and transformers (scripts/install-vllm.sh), in .tools/vllm, for
-#     the real-engine tests
+#   - vLLM for the CPU with torch and transformers (scripts/install-vllm.sh, with uv), in
+#     .tools/vllm, for the real-engine tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
