@@ -1,11 +1,10 @@
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
-import { tableFromIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchManifest, FinishedGroup, FinishedGroupsAnswer } from '../../activities/types.js';
 import { gatewayAdminToken } from '../../stack/secrets.js';
 import { startStack, type Stack } from '../../stack/stack.js';
 import { episodeRows, type TrajectoryRow } from '../../trajectory/index.js';
-import { readTrajectories } from '../helpers/arrow.js';
+import { readTrajectories, streamRows } from '../helpers/arrow.js';
 import { startTestEngines, testConfig, type TestEngines } from '../helpers/stack.js';
 
 let engines: TestEngines;
@@ -32,17 +31,6 @@ async function api(method: 'GET' | 'POST', route: string, body?: unknown, token:
   });
   const text = await response.text();
   return { status: response.status, json: text ? JSON.parse(text) : undefined };
-}
-
-/** Rows of an Arrow IPC stream, as plain objects with plain arrays. */
-function streamRows(bytes: Uint8Array): TrajectoryRow[] {
-  return tableFromIPC(bytes)
-    .toArray()
-    .map((row) => {
-      const plain = row.toJSON() as Record<string, unknown>;
-      for (const [key, value] of Object.entries(plain)) if (value && typeof value === 'object' && 'toArray' in value) plain[key] = Array.from((value as { toArray(): ArrayLike<unknown> }).toArray());
-      return plain as unknown as TrajectoryRow;
-    });
 }
 
 async function data(batchId: string, query = ''): Promise<{ status: number; type: string | null; rows: TrajectoryRow[] }> {

@@ -3,7 +3,6 @@
  * driven by headless Chromium: login, the batch list, the batch plots, an episode's chains with
  * their sampled tokens checked against the Arrow export, and a hostile transcript shown as text.
  */
-import { tableFromIPC } from 'apache-arrow';
 import { request } from 'node:http';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +11,7 @@ import { startStack, type Stack } from '../../stack/stack.js';
 import { episodeRows, type EpisodeRecord, type TrajectoryRow } from '../../trajectory/index.js';
 import { sessionInfo } from '../helpers/gateway.js';
 import { startTestEngines, testConfig, type TestEngines } from '../helpers/stack.js';
+import { streamRows } from '../helpers/arrow.js';
 
 let engines: TestEngines;
 let stack: Stack;
@@ -28,13 +28,7 @@ async function api(route: string, init: RequestInit = {}): Promise<Response> {
 /** The batch's trajectory rows as the trainer reads them (GET /data, Arrow). */
 async function exportedRows(id: string): Promise<TrajectoryRow[]> {
   const bytes = new Uint8Array(await (await api(`/v1/batches/${id}/data`)).arrayBuffer());
-  return tableFromIPC(bytes)
-    .toArray()
-    .map((row) => {
-      const plain = row.toJSON() as Record<string, unknown>;
-      for (const [key, value] of Object.entries(plain)) if (value && typeof value === 'object' && 'toArray' in value) plain[key] = Array.from((value as { toArray(): ArrayLike<unknown> }).toArray());
-      return plain as unknown as TrajectoryRow;
-    });
+  return streamRows(bytes);
 }
 
 /** A real gateway session whose user message is a script-injection probe, recorded as an episode. */
