@@ -300,12 +300,18 @@ export interface BatchManifest {
 
 export interface BatchProgress {
   batchId: string;
+  /** Always `done + running + queued`. */
   total: number;
   started: number;
   running: number;
+  /** Episodes ended: `ok + infraErrors`. */
   done: number;
   ok: number;
   infraErrors: number;
+  /** Episodes not started yet (after a cancellation: none, they ended `cancelled`). */
+  queued: number;
+  /** When the batch's first run started (workflow time, ms since the epoch): the base of throughput. */
+  startedAtMs: number;
   meanReward: number | null;
   /** Groups whose every sample has ended (the `finishedGroups` cursor can reach this). */
   groupsFinished: number;

@@ -142,6 +142,8 @@ export async function batchWorkflow(request: BatchRequest, carry?: BatchCarry): 
     done: state.episodesOk + state.episodesFailed,
     ok: state.episodesOk,
     infraErrors: state.episodesFailed,
+    queued: total - state.episodesOk - state.episodesFailed - running,
+    startedAtMs: state.startedAtMs,
     meanReward: state.episodesOk ? state.rewardSum / state.episodesOk : null,
     groupsFinished: listed,
     stale: state.stale,
