@@ -36,8 +36,13 @@ export interface ParsedArgs {
   /** `tasks check`: the log parser of `testCmd`. */
   logParser: string | undefined;
   wait: boolean;
+  /** `demo`, `batch start --wait`: off a terminal, a progress line at least this often (seconds, default 10). */
+  progressEvery: number;
   help: boolean;
 }
+
+/** Default of `--progress-every`. */
+export const DEFAULT_PROGRESS_EVERY_S = 10;
 
 function toNumber(flag: string, value: string): number {
   const n = Number(value);
@@ -62,6 +67,7 @@ export function parseCliArgs(argv: string[]): ParsedArgs {
         'test-cmd': { type: 'string' },
         'log-parser': { type: 'string' },
         wait: { type: 'boolean', default: false },
+        'progress-every': { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
         ...Object.fromEntries(Object.keys(CONFIG_FLAGS).map((f) => [f, { type: 'string' as const }])),
       },
@@ -77,6 +83,8 @@ export function parseCliArgs(argv: string[]): ParsedArgs {
   }
   const n = typeof values.n === 'string' ? toNumber('n', values.n) : undefined;
   if (n !== undefined && (!Number.isInteger(n) || n < 1)) throw new UsageError('--n must be a positive integer');
+  const progressEvery = typeof values['progress-every'] === 'string' ? toNumber('progress-every', values['progress-every']) : DEFAULT_PROGRESS_EVERY_S;
+  if (progressEvery <= 0 || progressEvery > 86_400) throw new UsageError('--progress-every must be a number of seconds in (0, 86400]');
   return {
     positionals: parsed.positionals,
     config: values.config as string | undefined,
@@ -90,6 +98,7 @@ export function parseCliArgs(argv: string[]): ParsedArgs {
     testCmd: values['test-cmd'] as string | undefined,
     logParser: values['log-parser'] as string | undefined,
     wait: values.wait === true,
+    progressEvery,
     help: values.help === true,
   };
 }
@@ -123,4 +132,6 @@ flags:
   --concurrency N          episodes running at once per batch
   --host-id ID             this worker's host name for its sandbox queue
   --sandbox-failure-rate R inject sandbox creation failures (0..1), for testing
-  --time-scale S           simulated engine speed (0.05 = 20x faster than a real GPU)`;
+  --time-scale S           simulated engine speed (0.05 = 20x faster than a real GPU)
+  --progress-every S       demo, batch start --wait: when the output is not a terminal, a progress line
+                           on every episode ended and at least every S seconds (default ${DEFAULT_PROGRESS_EVERY_S})`;

@@ -3,7 +3,7 @@ import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { BatchInput, BatchManifest } from '../activities/types.js';
 import { ConfigError, loadConfig, type Config } from '../stack/config.js';
-import { BatchRequestError, buildBatchInput, followBatch, formatProgress, formatSummary, startBatch } from '../stack/batches.js';
+import { BatchRequestError, buildBatchInput, followBatch, formatSummary, queryProgress, startBatch } from '../stack/batches.js';
 import { dataPaths } from '../stack/paths.js';
 import { createSandboxProvider } from '../sandbox/index.js';
 import { startApi } from '../stack/roles/api.js';
@@ -21,6 +21,8 @@ import { endedBatchManifest } from '../stack/batch-manifest.js';
 import { ID_RULE, isSafeId } from '../workflows/ids.js';
 import { progressQuery } from '../workflows/queries.js';
 import { parseCliArgs, USAGE, UsageError, type ParsedArgs } from './args.js';
+import { progressView, renderLine } from './progress-bar.js';
+import { createProgressDisplay, type ProgressDisplay } from './progress-display.js';
 import { tasksCheck } from './tasks-check.js';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -43,24 +45,35 @@ function printStackInfo(stack: Stack): void {
   say(`data:     ${stack.config.dataDir}`);
 }
 
-/** Waits for a batch, showing its progress as one line rewritten in place on a terminal. */
-async function followWithProgress(handle: Parameters<typeof followBatch>[0]): Promise<BatchManifest> {
-  let last = '';
-  const manifest = await followBatch(handle, (p) => {
-    const line = formatProgress(p);
-    if (line === last) return;
-    last = line;
-    if (process.stdout.isTTY) process.stdout.write(`\r\x1b[2K${line}`);
-    else say(line);
-  });
-  if (process.stdout.isTTY) process.stdout.write('\n');
-  return manifest;
+/** How long the closing `progress` query may take before the summary makes do with the last answer. */
+const FINAL_PROGRESS_MS = 5_000;
+
+/** The live progress display of `demo` and `batch start --wait`, on stdout. */
+function stdoutProgress(args: ParsedArgs): ProgressDisplay {
+  return createProgressDisplay(process.stdout, { plainEveryMs: args.progressEvery * 1000 });
 }
 
-async function runBatchOnStack(stack: Stack, input: BatchInput): Promise<BatchManifest> {
+/**
+ * Waits for a batch, showing its progress; the display ends with the ended batch's own counts.
+ * A failure ends it too, so a terminal never keeps a hidden cursor.
+ */
+async function followWithProgress(handle: Parameters<typeof followBatch>[0], display: ProgressDisplay): Promise<BatchManifest> {
+  try {
+    const manifest = await followBatch(handle, (p) => display.update(p));
+    const final = await queryProgress(handle, FINAL_PROGRESS_MS);
+    if (final) display.update(final);
+    display.finish({ interrupted: false });
+    return manifest;
+  } catch (error) {
+    display.finish({ interrupted: true });
+    throw error;
+  }
+}
+
+async function runBatchOnStack(stack: Stack, input: BatchInput, display: ProgressDisplay): Promise<BatchManifest> {
   say(`starting batch ${input.batchId}: ${input.taskIds.length} tasks x ${input.n} samples, agent ${input.agentName}`);
   const handle = await startBatch(stack.client, stack.config, input);
-  const manifest = await followWithProgress(handle);
+  const manifest = await followWithProgress(handle, display);
   const episodes = (await stack.store.listEpisodes(input.batchId)).map((e) => ({ taskId: e.taskId, turns: e.numTurns, reward: e.reward }));
   say(formatSummary(manifest, episodes));
   return manifest;
@@ -97,8 +110,10 @@ async function demo(config: Config, args: ParsedArgs): Promise<void> {
   const batchId = input.batchId;
   const stack = await startStack(config, { log: say });
   printStackInfo(stack);
-  const outcome = await Promise.race([runBatchOnStack(stack, input).then(() => 'done'), interrupted()]);
+  const display = stdoutProgress(args);
+  const outcome = await Promise.race([runBatchOnStack(stack, input, display).then(() => 'done'), interrupted()]);
   if (outcome !== 'done') {
+    display.finish({ interrupted: true });
     say(`\n${outcome}: stopping batch ${batchId} and the stack`);
     await abandonBatch(stack, batchId);
   } else if (stack.uiUrl) {
@@ -201,8 +216,16 @@ async function batch(config: Config, args: ParsedArgs): Promise<void> {
         const handle = await startBatch(client, config, input);
         say(`started batch ${input.batchId} (${input.taskIds.length} tasks x ${input.n})`);
         if (args.wait) {
-          const manifest = await followWithProgress(handle);
-          say(JSON.stringify(manifest, null, 2));
+          const display = stdoutProgress(args);
+          const outcome = await Promise.race([followWithProgress(handle, display), interrupted()]);
+          if (typeof outcome === 'string') {
+            display.finish({ interrupted: true });
+            // Only the waiting stops: the batch runs on in Temporal.
+            say(`${outcome}: batch ${input.batchId} goes on; follow it with \`npx rollout batch status ${input.batchId}\``);
+            process.exitCode = 130;
+            return;
+          }
+          say(JSON.stringify(outcome, null, 2));
         }
         return;
       }
@@ -210,7 +233,7 @@ async function batch(config: Config, args: ParsedArgs): Promise<void> {
         if (!id) throw new UsageError('batch status needs a batch id');
         const handle = client.workflow.getHandle(id);
         const description = await handle.describe();
-        if (description.status.name === 'RUNNING') say(formatProgress(await handle.query(progressQuery)));
+        if (description.status.name === 'RUNNING') say(renderLine(progressView(await handle.query(progressQuery), Date.now())));
         else if (description.status.name === 'COMPLETED' || description.status.name === 'CANCELLED') say(JSON.stringify(await endedBatchManifest(handle), null, 2));
         else say(`batch ${id}: ${description.status.name}`);
         return;

@@ -157,22 +157,19 @@ export async function followBatch(
     () => (finished = true),
     () => (finished = true),
   );
-  const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
   while (!finished) {
-    const progress = await Promise.race([
-      handle.query(progressQuery).catch(() => undefined),
-      settled.then(() => undefined),
-      wait(Math.max(5_000, intervalMs)).then(() => undefined),
-    ]);
+    const progress = await Promise.race([queryProgress(handle, Math.max(5_000, intervalMs)), settled.then(() => undefined)]);
     if (progress && !finished) onProgress(progress);
     await Promise.race([settled, wait(intervalMs)]);
   }
   return result;
 }
 
-export function formatProgress(p: BatchProgress): string {
-  const mean = p.meanReward === null ? '-' : p.meanReward.toFixed(2);
-  return `${p.batchId}: ${p.done}/${p.total} done (${p.ok} ok, ${p.infraErrors} infra errors), ${p.running} running, mean reward ${mean}`;
+const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The batch's `progress` answer, or undefined when none comes within `timeoutMs` (no worker polls) or the query fails. */
+export function queryProgress(handle: WorkflowHandle<typeof batchWorkflow>, timeoutMs: number): Promise<BatchProgress | undefined> {
+  return Promise.race([handle.query(progressQuery).catch(() => undefined), wait(timeoutMs).then(() => undefined)]);
 }
 
 /** The closing summary of a batch: episodes, reward per task, turns, tokens, rates. */

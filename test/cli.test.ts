@@ -1,9 +1,13 @@
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { runCli } from './helpers/processes.js';
+import type { BatchManifest } from '../activities/types.js';
+import { startStack, type Stack } from '../stack/stack.js';
+import { CLI, runCli } from './helpers/processes.js';
+import { startTestEngines, testConfig, type TestEngines } from './helpers/stack.js';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'rollout-cli-'));
 /** A configuration whose task roots take the task files these tests write. */
@@ -165,5 +169,94 @@ describe('the rollout command refuses a batch past its bounds, before anything s
     const r = await runCli(['batch', 'start', '-c', file]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('bounds.maxSamplesPerTask');
+  });
+});
+
+/** Runs `command` in a shell under a pseudo-terminal (util-linux `script`); `input` is typed into it once `typeWhen` shows in its output. */
+function runInTerminal(command: string, typing?: { when: RegExp; input: string }): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn('script', ['-qfec', command, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let output = '';
+    let typed = false;
+    const onData = (d: Buffer) => {
+      output += d.toString();
+      if (typing && !typed && typing.when.test(output)) {
+        typed = true;
+        child.stdin.write(typing.input);
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('exit', (code) => resolve({ code, output }));
+  });
+}
+
+const ESC = String.fromCharCode(27);
+/** A plain progress line (cli/progress-bar.ts renderLine). */
+const PLAIN_LINE = /^(\S+): (\d+) done, (\d+) running, (\d+) failed, (\d+) queued of (\d+); mean reward \S+; \S+ episodes\/min; \S+ left$/;
+
+describe('live progress of batch start --wait, on a real stack', () => {
+  let engines: TestEngines;
+  let stack: Stack;
+  let configFile: string;
+
+  beforeAll(async () => {
+    engines = await startTestEngines({ count: 1 });
+    const config = testConfig({ engines: engines.instances, batch: { concurrency: 4 } });
+    stack = await startStack(config);
+    configFile = path.join(tmp, 'stack.json');
+    writeFileSync(configFile, JSON.stringify(config));
+  });
+  afterAll(async () => {
+    await stack?.stop();
+    await engines?.close();
+  });
+
+  const start = (id: string) => ['batch', 'start', '-c', configFile, '--tasks', 'builtin', '--n', '1', '--id', id, '--wait'];
+
+  it('prints plain lines when piped, consistent counts, and a summary matching the manifest and the store', async () => {
+    const id = `cli-piped-${Date.now()}`;
+    const r = await runCli(start(id));
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).not.toContain(ESC);
+    const lines = r.stdout.split('\n');
+    const progress = lines.map((l) => PLAIN_LINE.exec(l)).filter((m) => m !== null);
+    expect(progress.length).toBeGreaterThan(0);
+    for (const m of progress) {
+      const [done, running, failed, queued, total] = m.slice(2, 7).map(Number);
+      expect(m[1]).toBe(id);
+      expect(done! + running! + failed! + queued!).toBe(total);
+      expect(total).toBe(8);
+    }
+    const ended = progress.map((m) => Number(m[2]) + Number(m[4]));
+    expect(ended).toEqual([...ended].sort((a, b) => a - b));
+    const summary = lines.find((l) => l.startsWith(`${id}: ended, `));
+    expect(summary).toMatch(new RegExp(`^${id}: ended, (\\d+) done, (\\d+) failed, 0 running, 0 queued of 8; mean reward \\d\\.\\d\\d; \\d+\\.\\d episodes/min over \\d+:\\d\\d$`));
+    const [, done, failed] = /ended, (\d+) done, (\d+) failed/.exec(summary!)!.map(Number);
+    const manifest = JSON.parse(r.stdout.slice(r.stdout.indexOf('{'))) as BatchManifest;
+    expect(done).toBe(manifest.groups.reduce((sum, g) => sum + g.n_ok, 0));
+    expect(done! + failed!).toBe(manifest.stats.episodes);
+    const stored = await stack.store.listEpisodes(id);
+    expect(stored.filter((e) => e.reward !== null)).toHaveLength(done!);
+  });
+
+  it('redraws a bar in place under a terminal, and ends with the cursor shown and a summary, also on Ctrl-C', async () => {
+    const id = `cli-tty-${Date.now()}`;
+    const command = (batchId: string) => `stty cols 100; exec ${process.execPath} ${CLI} ${start(batchId).join(' ')}`;
+    const r = await runInTerminal(command(id));
+    expect(r.code, r.output).toBe(0);
+    expect(r.output).toContain(`${ESC}[?25l`);
+    const redraws = r.output.split(`\r${ESC}[2K`).slice(1);
+    expect(redraws.length).toBeGreaterThan(0);
+    for (const frame of redraws) expect(frame.split(/\r?\n/)[0]!.length).toBeLessThanOrEqual(99);
+    expect(redraws[0]).toMatch(/^\[[#x>-]+\] \d+\/8 {2}\d+ done \d+ running \d+ failed {2}reward \S+ {2}\S+\/min {2}left \S+/);
+    expect(r.output).toMatch(new RegExp(`\\[#+\\] 8/8  8 done 0 running 0 failed .*\r?\n${ESC}\\[\\?25h${id}: ended, 8 done, 0 failed, 0 running, 0 queued of 8; `));
+
+    const interrupted = `cli-tty-int-${Date.now()}`;
+    const i = await runInTerminal(command(interrupted), { when: /\] \d+\/8 /, input: '\x03' });
+    expect(i.code, i.output).toBe(130);
+    expect(i.output).toContain(`${ESC}[?25h${interrupted}: interrupted at `);
+    expect(i.output).toContain(`SIGINT: batch ${interrupted} goes on`);
+    await stack.client.workflow.getHandle(interrupted).terminate('test done');
   });
 });
