@@ -31,6 +31,8 @@ import { GatewayAdminClient } from './gateway-admin.js';
 import { gatewaySessionId } from '../gateway/client/rendezvous.js';
 import { GATEWAY_OUTAGE_DEFAULT_MS, GatewayOutageError } from '../gateway/client/outage.js';
 import { createJanitorActivities } from './janitor.js';
+import { recordEpisodeSpan } from '../telemetry/tracing.js';
+import { tracedSandbox } from './traced-sandbox.js';
 import { taskSourcePath, type TaskCatalog } from './task-catalog.js';
 import { REWARD_TESTS_SHOWN, type EpisodeInput, type EpisodeOutcome, type RewardSummary, type SandboxRef } from './types.js';
 
@@ -147,7 +149,7 @@ function shownTests(tests: RewardSummary['tests'] & object): NonNullable<RewardS
 export function createActivities(given: ActivityDeps) {
   const metrics = given.metrics ?? createMetrics(new Registry(), { processMetrics: false });
   // Every activity, the janitor's and the agents' included, reaches the sandbox through this seam.
-  const deps: ActivityDeps = { ...given, sandbox: meteredSandbox(given.sandbox, metrics.sandbox) };
+  const deps: ActivityDeps = { ...given, sandbox: tracedSandbox(meteredSandbox(given.sandbox, metrics.sandbox)) };
   const gatewayOutageMs = deps.gatewayOutageMs ?? GATEWAY_OUTAGE_DEFAULT_MS;
   const admin = new GatewayAdminClient({ ...deps.gateway, outageMs: gatewayOutageMs });
   const blackBox = createBlackBoxAgentActivity({
@@ -419,6 +421,15 @@ export function createActivities(given: ActivityDeps) {
         tEnvS: input.tEnvS,
       });
       metrics.episodes.episode(input.outcome);
+      // After the write: a retry after a failed write emits the span once, not twice.
+      recordEpisodeSpan(input.episodeId, Date.now() - input.tEpisodeS * 1000, {
+        'rollout.batch_id': input.episode.batchId,
+        'rollout.task_id': input.episode.taskId,
+        'rollout.agent': input.episode.agentName,
+        'rollout.outcome': input.outcome,
+        'rollout.turns': input.turns,
+        ...(input.reward ? { 'rollout.reward': input.reward.reward } : {}),
+      });
     },
 
     ...createBatchActivities(deps),

@@ -398,6 +398,18 @@ export const ConfigSchema = z
           .default(60 * 60 * 1000),
       })
       .prefault({}),
+    /** Observability exports (telemetry/). */
+    telemetry: z
+      .object({
+        /**
+         * OTLP/HTTP base URL to send traces to (`http://127.0.0.1:4318`; spans go to
+         * `<url>/v1/traces`): episode → turn → engine call, and sandbox commands. Default null:
+         * tracing off, no SDK started.
+         */
+        otlpEndpoint: z.string().url().max(2048).nullable().default(null),
+      })
+      .strict()
+      .prefault({}),
     admission: z
       .object({
         episodeTokens: z.number().int().positive().default(16_384),

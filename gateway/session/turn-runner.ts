@@ -12,6 +12,7 @@ import type { GatewaySession } from './session.js';
 import { GatewayError, SessionMovedError } from './errors.js';
 import { findRepeatedTurn } from './replay.js';
 import type { TurnTiming } from '../turn-timing.js';
+import { episodeSpanContext, inSpan, type SpanParent } from '../../telemetry/tracing.js';
 
 /** One model call as every protocol lowers it. */
 export interface TurnInput {
@@ -144,6 +145,7 @@ async function generateRouted(
   call: RouteCall,
   request: GenerateRequest,
   timing: TurnTiming | undefined,
+  turnSpan: SpanParent,
 ): Promise<GenerateResult> {
   const forward = request.onTokens;
   const tried = new Set<string>();
@@ -164,16 +166,20 @@ async function generateRouted(
     if (!placement) throw failure ?? new BackendError('no healthy engine instance to generate on', 503);
     let streamed = false;
     try {
-      const result = await deps.backendFor(placement.instance).generate({
-        ...request,
-        // Every chunk, streaming client or not, tells the registry the engine is answering.
-        onTokens: (ids, logprobs) => {
-          deps.router.progressed?.(placement);
-          if (!forward) return;
-          streamed = true;
-          forward(ids, logprobs);
-        },
-      });
+      const engineCall = { 'rollout.engine': placement.instance, 'rollout.prompt_tokens': request.promptIds.length, 'rollout.attempt_index': tried.size };
+      const result = await inSpan('engine.generate', turnSpan, engineCall, () =>
+        deps.backendFor(placement.instance).generate({
+          ...request,
+          // Every chunk, streaming client or not, tells the registry the engine is answering.
+          onTokens: (ids, logprobs) => {
+            deps.router.progressed?.(placement);
+            if (!forward) return;
+            streamed = true;
+            forward(ids, logprobs);
+          },
+        }),
+        (r) => ({ 'rollout.completion_tokens': r.ids.length, 'rollout.cached_tokens': r.cachedTokens, 'rollout.finish_reason': r.finishReason }),
+      );
       deps.router.finished(placement, result.ids);
       return result;
     } catch (error) {
@@ -232,7 +238,12 @@ function presentTurn(codec: Codec, text: string, input: TurnInput): ParsedTurn {
  * token ids, and commit the turn (store first, then memory) — or leave everything as it was when
  * the generation is aborted or fails.
  */
-export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, input: TurnInput): Promise<TurnResult> {
+export function runTurn(deps: TurnRunnerDeps, session: GatewaySession, input: TurnInput): Promise<TurnResult> {
+  const { episodeId, sessionId, attempt } = session.record;
+  return inSpan('turn', episodeSpanContext(episodeId), { 'rollout.session_id': sessionId, 'rollout.attempt': attempt }, (span) => runTurnIn(deps, session, input, span));
+}
+
+async function runTurnIn(deps: TurnRunnerDeps, session: GatewaySession, input: TurnInput, span: SpanParent): Promise<TurnResult> {
   const reserved = await reserve(session, input);
   if ('repeated' in reserved) return repeatedTurn(reserved.repeated, input);
   if (!('chain' in reserved)) return reserved;
@@ -283,7 +294,7 @@ export async function runTurn(deps: TurnRunnerDeps, session: GatewaySession, inp
         signal: input.signal,
         onTokens: input.onTokens,
       },
-      (call, request) => generateRouted(deps, call, request, input.timing),
+      (call, request) => generateRouted(deps, call, request, input.timing, span),
     );
     if (result.finishReason === 'abort') return { kind: 'aborted' };
 

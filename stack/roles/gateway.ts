@@ -1,3 +1,4 @@
+import { startTracing } from '../../telemetry/tracing.js';
 import type { Codec } from '../../gateway/codec/index.js';
 import { buildGateway } from '../../gateway/server.js';
 import type { Store } from '../../trajectory/index.js';
@@ -29,6 +30,8 @@ export interface GatewayRole {
 export function startGateway(config: Config, shared: { store?: Store; codec?: Codec; engines?: CheckedEngine[]; metrics?: RolloutMetrics } = {}): Promise<GatewayRole> {
   const adminToken = gatewayAdminToken(config);
   return withStops(async (stops) => {
+    // First in, so its stop comes last: spans of the last turns are flushed.
+    stops.push(startTracing({ otlpEndpoint: config.telemetry.otlpEndpoint, serviceName: 'agent-rollout-gateway' }));
     const engines = shared.engines ?? (await checkEngines(configuredInstances(config), config.model.name, (line) => console.warn(line)));
     const codec = shared.codec ?? (await loadConfiguredCodec(config));
     let store = shared.store;

@@ -1,3 +1,4 @@
+import { startTracing } from '../../telemetry/tracing.js';
 import { NativeConnection, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.js';
 import { createEngineJudge } from '../../activities/judge-engine.js';
@@ -70,6 +71,8 @@ export function startWorker(config: Config, shared: WorkerShared = {}): Promise<
   const connectionOptions = temporalConnectionOptions(config, shared.temporalAddress);
   const gateway = { urls, adminToken: gatewayAdminToken(config) };
   return withStops(async (stops) => {
+    // First in, so its stop comes last: spans of the worker's last activities are flushed.
+    stops.push(startTracing({ otlpEndpoint: config.telemetry.otlpEndpoint, serviceName: 'agent-rollout-worker' }));
     const paths = dataPaths(config.dataDir);
     makeDataDirs(config.dataDir);
     const engines = shared.engines ?? (await checkEngines(configuredInstances(config), config.model.name, (line) => console.warn(line)));
