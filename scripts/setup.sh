@@ -12,6 +12,8 @@
 #   - versitygw (an S3-compatible server for the artifact store's tests), built the same way
 #   - the Temporal server with its SQL schema tool, built into .tools/bin, for a Temporal
 #     cluster on PostgreSQL
+#   - the OpenTelemetry Collector (OTLP receiver, debug exporter) for the tracing test, built with
+#     the Collector Builder into .tools/bin (scripts/install-otelcol.sh)
 #   - the Python client (clients/python) with pytest, in .tools/venv
 #   - vLLM for the CPU with torch and transformers (scripts/install-vllm.sh, with uv), in
 #     .tools/vllm, for the real-engine tests
@@ -81,10 +83,19 @@ bash scripts/build-base-image.sh
 bash scripts/install-s3-server.sh
 # The Temporal server and its SQL schema tool, for a Temporal cluster on PostgreSQL.
 bash scripts/install-temporal-server.sh
+# The OpenTelemetry Collector for the tracing test, in .tools/bin: a CPU-bound Go build, run while
+# the downloads below go on.
+bash scripts/install-otelcol.sh > .tools/otelcol-install.log 2>&1 &
+otelcol_build=$!
 # The black-box agents (OpenCode, Claude Code, mini-swe-agent), mounted read-only into sandboxes.
 bash scripts/install-agents.sh
 # The Python client and its tests (npm run test:python), in .tools/venv.
 bash scripts/install-python-client.sh
 # vLLM (CPU) for the real-engine tests (test/engines/), in .tools/vllm.
 bash scripts/install-vllm.sh
+if ! wait "$otelcol_build"; then
+  cat .tools/otelcol-install.log
+  exit 1
+fi
+cat .tools/otelcol-install.log
 say "ready"
