@@ -1,5 +1,6 @@
 import { Context } from '@temporalio/activity';
 import type { Command, ExecOptions, ExecResult, SandboxProvider } from '../sandbox/provider.js';
+import { wrapSandbox } from '../sandbox/wrap.js';
 import { episodeSpanContext, inSpan, tracingEnabled, type SpanParent } from '../telemetry/tracing.js';
 
 /** Longest command text a span keeps. */
@@ -37,12 +38,5 @@ export function tracedSandbox(provider: SandboxProvider): SandboxProvider {
       () => provider.exec(id, command, options),
       (r) => ({ 'rollout.exit_code': r.exitCode, 'rollout.timed_out': r.timedOut, 'rollout.duration_ms': r.durationMs }),
     );
-  // Every other member is the provider's own, bound to it.
-  return new Proxy(provider, {
-    get(target, property) {
-      if (property === 'exec') return exec;
-      const value: unknown = Reflect.get(target, property, target);
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
-  });
+  return wrapSandbox(provider, { exec });
 }

@@ -1,5 +1,6 @@
 import type { SandboxMetrics, SandboxOperation } from '../telemetry/metrics.js';
 import type { SandboxProvider } from './provider.js';
+import { wrapSandbox } from './wrap.js';
 
 async function timed<T>(metrics: SandboxMetrics, operation: SandboxOperation, run: () => Promise<T>): Promise<T> {
   const started = performance.now();
@@ -18,17 +19,9 @@ async function timed<T>(metrics: SandboxMetrics, operation: SandboxOperation, ru
  * every provider's operations pass through (the worker wraps its provider once).
  */
 export function meteredSandbox(provider: SandboxProvider, metrics: SandboxMetrics): SandboxProvider {
-  const wrapped: Pick<SandboxProvider, SandboxOperation> = {
+  return wrapSandbox(provider, {
     create: (spec) => timed(metrics, 'create', () => provider.create(spec)),
     exec: (id, command, options) => timed(metrics, 'exec', () => provider.exec(id, command, options)),
     destroy: (id) => timed(metrics, 'destroy', () => provider.destroy(id)),
-  };
-  // Every other member is the provider's own, called on the provider (its private state).
-  return new Proxy(provider, {
-    get(target, key) {
-      if (key === 'create' || key === 'exec' || key === 'destroy') return wrapped[key];
-      const value: unknown = Reflect.get(target, key);
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
   });
 }
