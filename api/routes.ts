@@ -50,6 +50,7 @@ function progressOut(p: BatchProgress) {
     done: p.done,
     ok: p.ok,
     infra_errors: p.infraErrors,
+    queued: p.queued,
     mean_reward: p.meanReward,
     groups_finished: p.groupsFinished,
     stale: p.stale,

@@ -75,6 +75,7 @@ export const Progress = z.object({
   done: z.number().int(),
   ok: z.number().int(),
   infra_errors: z.number().int(),
+  queued: z.number().int().describe('Episodes not started yet: total = done + running + queued.'),
   mean_reward: z.number().nullable(),
   groups_finished: z.number().int(),
   stale: z.number().int(),

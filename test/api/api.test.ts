@@ -77,6 +77,8 @@ describe('the HTTP batch API on a real stack', () => {
     expect(early.answer.done).toBe(false);
     expect(early.status).toBe('running');
     expect(early.done).toBeLessThan(early.total);
+    const p = now.json.progress;
+    expect(p.done + p.running + p.queued).toBe(p.total);
     // The group's own file is there already, with its rows only.
     const group = early.answer.groups[0]!;
     expect(group.n_requested).toBe(2);

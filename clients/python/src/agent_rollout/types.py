@@ -16,6 +16,10 @@ class Progress(TypedDict):
     ok: int
     infraErrors: int
     meanReward: float | None
+    #: Episodes not started yet: ``total == done + running + queued``.
+    queued: NotRequired[int]
+    #: When the batch's first run started (workflow time, ms since the epoch).
+    startedAtMs: NotRequired[int]
     groupsFinished: NotRequired[int]
     stale: NotRequired[int]
 
