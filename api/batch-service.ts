@@ -1,13 +1,12 @@
 import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
 import type { BatchManifest, BatchProgress, FinishedGroupsAnswer } from '../activities/types.js';
-import { BatchRequestError, buildBatchInput, startBatch, type BatchSpec } from '../stack/batches.js';
+import { BatchRequestError, buildBatchInput, queryProgress, startBatch, type BatchSpec } from '../stack/batches.js';
 import { endedBatchManifest } from '../stack/batch-manifest.js';
 import type { Config } from '../stack/config.js';
 import type { ArtifactStore } from '../trajectory/index.js';
 import { TaskLoadError } from '../tasks/loader.js';
 import { MAX_GROUPS_PER_ANSWER } from '../workflows/batch-request.js';
 import type { batchWorkflow } from '../workflows/batch.js';
-import { progressQuery } from '../workflows/queries.js';
 import { finishedGroupsUpdate } from '../workflows/updates.js';
 import { BatchNotFoundError, BatchStateError, InvalidRequestError } from './errors.js';
 
@@ -19,11 +18,6 @@ const QUERY_TIMEOUT_MS = 5_000;
 export type BatchRunStatus = 'running' | 'completed' | 'failed' | 'cancelled' | 'terminated' | 'timed_out' | 'unknown';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  return Promise.race([promise, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)))]).finally(() => clearTimeout(timer));
-}
 
 /** The batch workflows as the HTTP API sees them: start, describe, hand over groups, cancel. */
 export class BatchService {
@@ -65,12 +59,7 @@ export class BatchService {
 
   /** Live progress, or undefined when no worker answered in time. */
   progress(batchId: string): Promise<BatchProgress | undefined> {
-    return withTimeout(
-      this.handle(batchId)
-        .query(progressQuery)
-        .catch(() => undefined),
-      QUERY_TIMEOUT_MS,
-    );
+    return queryProgress(this.handle(batchId), QUERY_TIMEOUT_MS);
   }
 
   /** The manifest of a batch that has ended (completed or cancelled), whole. */

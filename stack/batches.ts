@@ -169,7 +169,10 @@ const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The batch's `progress` answer, or undefined when none comes within `timeoutMs` (no worker polls) or the query fails. */
 export function queryProgress(handle: WorkflowHandle<typeof batchWorkflow>, timeoutMs: number): Promise<BatchProgress | undefined> {
-  return Promise.race([handle.query(progressQuery).catch(() => undefined), wait(timeoutMs).then(() => undefined)]);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  // The timer is cleared with the answer: a finished caller is not kept alive until it fires.
+  const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)));
+  return Promise.race([handle.query(progressQuery).catch(() => undefined), timeout]).finally(() => clearTimeout(timer));
 }
 
 /** The closing summary of a batch: episodes, reward per task, turns, tokens, rates. */
