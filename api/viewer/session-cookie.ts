@@ -1,4 +1,5 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { sameToken } from '../token.js';
 
 /** Name of the viewer's session cookie. */
 export const SESSION_COOKIE = 'rollout_viewer';
@@ -23,9 +24,7 @@ export function validSession(value: string | undefined, token: string, now = Dat
   if (!match) return false;
   const expiresAt = Number(match[1]);
   if (expiresAt * 1000 <= now) return false;
-  const given = Buffer.from(match[2]!);
-  const expected = Buffer.from(mac(token, expiresAt));
-  return given.length === expected.length && timingSafeEqual(given, expected);
+  return sameToken(match[2]!, mac(token, expiresAt));
 }
 
 /** The named cookie of a `Cookie` header, or undefined. */
