@@ -1,7 +1,6 @@
 import type { Client } from '@temporalio/client';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { GatewayAdminClient } from '../activities/gateway-admin.js';
-import { Registry } from 'prom-client';
 import { registerMetricsRoute } from '../telemetry/exposition.js';
 import { createMetrics, type RolloutMetrics } from '../telemetry/metrics.js';
 import { clientErrorHandler, installJsonParser } from '../gateway/limits.js';
@@ -81,7 +80,7 @@ export function buildApiServer(deps: ApiDeps): FastifyInstance {
   });
   const document = openApiDocument(routes, { title: 'agent-rollout batch API', version: '1' });
   app.get('/openapi.json', async () => document);
-  registerMetricsRoute(app, (deps.metrics ?? createMetrics(new Registry())).registry, token);
+  registerMetricsRoute(app, (deps.metrics ?? createMetrics()).registry, token);
 
   app.setErrorHandler((error, _request, reply) => {
     if (error instanceof ApiError) return reply.code(error.status).send(error.envelope());

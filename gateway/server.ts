@@ -23,7 +23,6 @@ import { SessionOwnership } from './session/ownership.js';
 import { SessionManager } from './session/session-manager.js';
 import { ProcessStats } from './process-stats.js';
 import { timeTurns } from './turn-timing.js';
-import { Registry } from 'prom-client';
 import { registerMetricsRoute } from '../telemetry/exposition.js';
 import { createMetrics, type RolloutMetrics } from '../telemetry/metrics.js';
 
@@ -124,7 +123,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   const policy = await PolicyControl.create(options.store);
   const fanOut = new PolicyFanOut({ policy, replicaId: replica.id, replicas: () => registration.live(), adminToken: options.adminToken, log });
   const affinity = { ownership, registration, log };
-  const metrics = options.metrics ?? createMetrics(new Registry());
+  const metrics = options.metrics ?? createMetrics();
   const deps: GatewayDeps = {
     sessions,
     modelName: options.modelName,

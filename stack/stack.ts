@@ -3,7 +3,6 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { TaskCatalog } from '../activities/task-catalog.js';
 import type { InstanceConfig } from '../scheduler/index.js';
 import type { Store } from '../trajectory/index.js';
-import { Registry } from 'prom-client';
 import { createMetrics, type RolloutMetrics } from '../telemetry/metrics.js';
 import { hostQueueOf, type RolloutWorker } from '../workers/worker.js';
 import type { Config } from './config.js';
@@ -70,7 +69,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
   makeDataDirs(config.dataDir);
   const stops = new Stops();
   // One registry for the process: its gateway, API and worker count into it, each `/metrics` shows it.
-  const metrics = createMetrics(new Registry());
+  const metrics = createMetrics();
   try {
     let devServerAddress: string | undefined;
     let uiUrl: string | null = null;

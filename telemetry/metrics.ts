@@ -4,7 +4,7 @@
  * engine instance names, finish and reward reasons, sandbox operations, outcomes; never a session
  * or episode id. Hot paths use children bound once per label value.
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Latency buckets (seconds) of the gateway's own share of a turn: its CPU budget is ~3 ms. */
 const ADDED_BUCKETS = [0.0005, 0.001, 0.002, 0.003, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1];
@@ -230,10 +230,11 @@ export interface RolloutMetrics {
 }
 
 /**
- * Defines every metric on `registry`, and with `processMetrics` (default true) Node's default
- * process metrics (`process_…`, `nodejs_…`); metrics nothing exposes go without them.
+ * Defines every metric on `registry` (default: a new one of the caller's own), and with
+ * `processMetrics` (default true) Node's default process metrics (`process_…`, `nodejs_…`);
+ * metrics nothing exposes go without them.
  */
-export function createMetrics(registry: Registry, options: { processMetrics?: boolean } = {}): RolloutMetrics {
+export function createMetrics(registry: Registry = new Registry(), options: { processMetrics?: boolean } = {}): RolloutMetrics {
   const registers = [registry];
   if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry });
   return {

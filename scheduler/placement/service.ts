@@ -1,6 +1,5 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
-import { Registry } from 'prom-client';
 import { z } from 'zod';
 import { registerMetricsRoute } from '../../telemetry/exposition.js';
 import { createMetrics, type RolloutMetrics } from '../../telemetry/metrics.js';
@@ -220,7 +219,7 @@ function placementRoutes(router: Router, book: PlacementBook, chains: ChainBlock
  */
 export async function startPlacementService(options: PlacementServiceOptions): Promise<PlacementService> {
   const { host, port, leaseMs, maxChains } = { ...PLACEMENT_DEFAULTS, ...options };
-  const metrics = options.metrics ?? createMetrics(new Registry());
+  const metrics = options.metrics ?? createMetrics();
   const router = createRouter(options.engines, options.routing, metrics.router);
   const book = new PlacementBook(router, leaseMs);
   const app = Fastify({ logger: options.logger ?? false, bodyLimit: BODY_LIMIT_BYTES });

@@ -2,7 +2,6 @@ import { startTracing } from '../../telemetry/tracing.js';
 import type { Codec } from '../../gateway/codec/index.js';
 import { buildGateway } from '../../gateway/server.js';
 import type { Store } from '../../trajectory/index.js';
-import { Registry } from 'prom-client';
 import { createMetrics, type RolloutMetrics } from '../../telemetry/metrics.js';
 import type { Config } from '../config.js';
 import { checkEngines, type CheckedEngine } from '../engine-check.js';
@@ -40,7 +39,7 @@ export function startGateway(config: Config, shared: { store?: Store; codec?: Co
       stops.push(() => own.close());
       store = own;
     }
-    const metrics = shared.metrics ?? createMetrics(new Registry());
+    const metrics = shared.metrics ?? createMetrics();
     const router = gatewayRouter(config, engines, metrics.router);
     const gateway = await buildGateway({ codec, store, engines, modelName: config.model.name, adminToken, router, replica: gatewayReplica(config), maxBodyBytes: config.gateway.maxBodyBytes, metrics });
     stops.push(() => gateway.close());

@@ -9,7 +9,6 @@ import { bubblewrapTmpHostDir } from '../../sandbox/bridge.js';
 import { createSandboxProvider } from '../../sandbox/index.js';
 import { BASE_IMAGE, LocalImageStore } from '../../sandbox/images/index.js';
 import type { Store } from '../../trajectory/index.js';
-import { Registry } from 'prom-client';
 import { startMetricsListener } from '../../telemetry/exposition.js';
 import { createMetrics, type RolloutMetrics } from '../../telemetry/metrics.js';
 import { hostQueueOf, installWorkerRuntime, RolloutWorker } from '../../workers/worker.js';
@@ -124,7 +123,7 @@ export function startWorker(config: Config, shared: WorkerShared = {}): Promise<
       }),
       prices: config.judge.prices,
     };
-    const metrics = shared.metrics ?? createMetrics(new Registry());
+    const metrics = shared.metrics ?? createMetrics();
     let metricsUrl: string | undefined;
     if (config.worker.metricsPort !== null) {
       const listener = await startMetricsListener({ host: config.worker.metricsHost, port: config.worker.metricsPort, registry: metrics.registry, token: gateway.adminToken });
