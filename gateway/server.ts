@@ -53,7 +53,7 @@ export interface GatewayOptions {
   /**
    * Places every generation on an engine (instance names as in `engines`). The gateway starts it
    * and closes it when it closes. Default: a router with the `home` policy (each session's home
-   * instance while healthy) and default health checks.
+   * instance while healthy) and default health checks, counting on `metrics`.
    */
   router?: CallRouter;
   replica?: ReplicaOptions;
@@ -112,7 +112,8 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   const backends = new Map<string, Backend>(
     options.engines.map((e) => [e.name, createBackend(e, options.modelName)]),
   );
-  const router = options.router ?? createRouter(options.engines, { policy: 'home' });
+  const metrics = options.metrics ?? createMetrics();
+  const router = options.router ?? createRouter(options.engines, { policy: 'home' }, metrics.router);
   const unknown = router.registry.names.filter((name) => !backends.has(name));
   if (unknown.length > 0) throw new Error(`the router places on engine instances not configured: ${unknown.join(', ')}`);
   const log = options.log ?? ((line: string) => console.warn(line));
@@ -123,7 +124,6 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   const policy = await PolicyControl.create(options.store);
   const fanOut = new PolicyFanOut({ policy, replicaId: replica.id, replicas: () => registration.live(), adminToken: options.adminToken, log });
   const affinity = { ownership, registration, log };
-  const metrics = options.metrics ?? createMetrics();
   const deps: GatewayDeps = {
     sessions,
     modelName: options.modelName,
