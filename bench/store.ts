@@ -27,6 +27,7 @@ import { PostgresStore } from '../trajectory/store/postgres.js';
 import { SqliteStore } from '../trajectory/store/sqlite.js';
 import type { SessionInfo, Store, StoredTurn } from '../trajectory/store/types.js';
 import { SAMPLING_DEFAULTS } from '../gateway/sampling-schema.js';
+import { syntheticTokens } from './synthetic-tokens.js';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const SESSIONS = env('BENCH_SESSIONS', 256);
@@ -47,31 +48,20 @@ const INFO: SessionInfo = {
   sampling: { ...SAMPLING_DEFAULTS, maxTokens: SAMPLED },
 };
 
-/** A deterministic stream of token ids over a Qwen-sized vocabulary (xorshift). */
-function tokens(seed: number, count: number): number[] {
-  let x = seed * 2_654_435_761 + 1;
-  return Array.from({ length: count }, () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) % 151_936;
-  });
-}
-
 /** About four characters of text per token, as the messages JSON of real turns. */
 function text(seed: number, tokenCount: number): string {
-  return JSON.stringify(tokens(seed, tokenCount).map((t) => t.toString(36)).join(' '));
+  return JSON.stringify(syntheticTokens(seed, tokenCount).map((t) => t.toString(36)).join(' '));
 }
 
 function makeTurn(session: number, seq: number): StoredTurn {
   const seed = session * 1_000 + seq;
-  const sampled = tokens(seed + 500_000, SAMPLED);
+  const sampled = syntheticTokens(seed + 500_000, SAMPLED);
   return {
     sessionId: `s${session}`,
     chainIndex: 0,
     seq,
     turnIndex: seq,
-    promptDelta: tokens(seed, PROMPT),
+    promptDelta: syntheticTokens(seed, PROMPT),
     sampled,
     logprobs: sampled.map((t) => -(t % 1000) / 100),
     finishReason: 'tool_calls',

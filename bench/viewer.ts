@@ -19,6 +19,7 @@ import { loadConfig } from '../stack/config.js';
 import { startStack, type Stack } from '../stack/stack.js';
 import { SAMPLING_DEFAULTS } from '../gateway/sampling-schema.js';
 import type { Store, StoredTurn } from '../trajectory/index.js';
+import { syntheticTokens } from './synthetic-tokens.js';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const EPISODES = env('BENCH_EPISODES', 512);
@@ -36,17 +37,6 @@ interface Batch {
   chainTokens: number;
 }
 
-/** Deterministic token ids over a Qwen-sized vocabulary (xorshift). */
-function ids(seed: number, count: number): number[] {
-  let x = (seed * 2_654_435_761 + 1) >>> 0;
-  return Array.from({ length: count }, () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) % 151_936;
-  });
-}
-
 /** Writes one episode: a session, one chain of `chainTokens` tokens over TURNS turns, the episode record. */
 async function writeEpisode(store: Store, batch: Batch, e: number): Promise<void> {
   const sessionId = `${batch.id}-s${e}`;
@@ -60,10 +50,10 @@ async function writeEpisode(store: Store, batch: Batch, e: number): Promise<void
   const perTurn = Math.floor(batch.chainTokens / TURNS);
   const sampledCount = Math.max(1, Math.floor(perTurn * SAMPLED_SHARE));
   for (let t = 0; t < TURNS; t++) {
-    const sampled = ids(e * 1000 + t, sampledCount);
+    const sampled = syntheticTokens(e * 1000 + t, sampledCount);
     const turn: StoredTurn = {
       sessionId, chainIndex: 0, seq: t, turnIndex: t,
-      promptDelta: ids(e * 1000 + t + 500, perTurn - sampledCount), sampled, logprobs: sampled.map((_, i) => -((i % 7) + 1) / 10),
+      promptDelta: syntheticTokens(e * 1000 + t + 500, perTurn - sampledCount), sampled, logprobs: sampled.map((_, i) => -((i % 7) + 1) / 10),
       finishReason: 'tool_call', cachedTokens: 0, temperature: 1, logprobsMode: 'raw', version: 0, sampledVersions: sampled.map(() => 0), tLlmS: 0.1,
       messagesJson: JSON.stringify([{ role: t === 0 ? 'user' : 'tool', content: `output of turn ${t}` }]),
       replyJson: JSON.stringify({ role: 'assistant', content: `turn ${t}` }), toolsJson: null, rolledBack: false,
