@@ -27,16 +27,19 @@
  *   litellm — the same conversations through the LiteLLM proxy (.tools/litellm, installed by
  *             scripts/install-litellm.sh when missing) to the engine's own /v1/chat/completions,
  *             against sending them to that route directly (rows up to BENCH_LITELLM_DIRECT_SESSIONS),
- *             at BENCH_LITELLM_SESSIONS; its CPU is its whole process tree's. BENCH_LITELLM=0 skips it.
- * CPUs: the middlebox under test (gateway replicas, LiteLLM) runs on the upper half of the allowed
+ *             at BENCH_LITELLM_SESSIONS; its CPU is its whole process tree's. BENCH_LITELLM=0 skips it;
+ *   node    — the same conversations through a bare Node proxy (bench/gateway/node-proxy.ts: fastify,
+ *             JSON parsed and serialised again, the gateway's engine client) to that route, at
+ *             BENCH_LITELLM_SESSIONS: the floor of any Node middlebox on this traffic here.
+ * CPUs: the middlebox under test (gateway replicas, LiteLLM, the Node proxy) runs on the upper half of the allowed
  * CPUs, the engine and this load generator on the rest (taskset; bench/gateway/cpus.ts), as in a
  * deployment where the gateway shares no cores with engines and agents. BENCH_PIN=0 unpins all.
  * Knobs (defaults): BENCH_TURNS (16), BENCH_SESSIONS (1,64,256), BENCH_OPEN_SESSIONS (256),
  * BENCH_OPEN_RATE (16), BENCH_THINK_MS (2000), BENCH_PROCESSES (1,2), BENCH_SCALE_SESSIONS (64),
- * BENCH_LITELLM_SESSIONS (1,64), BENCH_LITELLM_DIRECT_SESSIONS (1), BENCH_GATEWAY_NODE_ARGS (none:
+ * BENCH_LITELLM_SESSIONS (1,64: the peers' rows), BENCH_LITELLM_DIRECT_SESSIONS (1), BENCH_GATEWAY_NODE_ARGS (none:
  * extra node flags for the gateway processes, e.g. `--cpu-prof`), BENCH_WARMUP_SESSIONS (4: an
- * unreported set of conversations through the gateway, and through LiteLLM, before their first
- * row). Everything it starts (engine, gateways, LiteLLM, the temporary folder) is stopped in
+ * unreported set of conversations through the gateway, and through each peer, before their first
+ * row). Everything it starts (engine, gateways, LiteLLM, the Node proxy, the temporary folder) is stopped in
  * `finally` and on SIGINT/SIGTERM, and the last line says whether any of its processes is left.
  * Prints figures and target checks; asserts nothing.
  */
@@ -64,12 +67,12 @@ import {
 } from './gateway/load.js';
 import { cpuPlan, describePlan, pinSelf, type CpuPlan } from './gateway/cpus.js';
 import { Children, ownCpuMs, treeCpuMs } from './gateway/processes.js';
-import { ADMIN_TOKEN, ensureLitellm, gatewayStats, LITELLM_KEY, startEngine, startGateways, startLitellm, type Service } from './gateway/services.js';
+import { ADMIN_TOKEN, ensureLitellm, gatewayStats, LITELLM_KEY, startEngine, startGateways, startLitellm, startNodeProxy, type Service } from './gateway/services.js';
 
 const list = (name: string, fallback: string) => (process.env[name] ?? fallback).split(',').map((v) => v.trim()).filter(Boolean);
 const num = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const TURNS = num('BENCH_TURNS', 16);
-const MODES = new Set(list('BENCH_MODE', 'closed,open,scale,litellm'));
+const MODES = new Set(list('BENCH_MODE', 'closed,open,scale,litellm,node'));
 const SESSIONS = list('BENCH_SESSIONS', '1,64,256').map(Number);
 const OPEN_SESSIONS = num('BENCH_OPEN_SESSIONS', 256);
 const OPEN_RATE = num('BENCH_OPEN_RATE', 16);
@@ -92,7 +95,8 @@ const say = (line: string) => process.stdout.write(`${line}\n`);
 const fixed = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : '-');
 
 interface Row {
-  path: 'gateway' | 'litellm';
+  /** The middlebox: the gateway, LiteLLM, or the bare Node proxy (`node`). */
+  path: 'gateway' | Peer['path'];
   mode: string;
   sessions: number;
   processes: number;
@@ -284,24 +288,30 @@ async function gatewayRow(bench: Bench, gateways: Service[], mode: string, label
   };
 }
 
+/** A chat pass-through measured beside the gateway, in front of the engine's own chat route. */
+interface Peer {
+  path: 'litellm' | 'node';
+  service: Service;
+}
+
 /**
- * One row through LiteLLM, then (up to BENCH_LITELLM_DIRECT_SESSIONS sessions: the engine's chat
+ * One row through a peer, then (up to BENCH_LITELLM_DIRECT_SESSIONS sessions: the engine's chat
  * route tokenizes every whole prompt, so larger rows would mostly time the engine) the same
  * conversations straight to the engine's chat route.
  */
-async function litellmRow(bench: Bench, litellm: Service, sessions: number): Promise<Row> {
+async function peerRow(bench: Bench, peer: Peer, sessions: number): Promise<Row> {
   const started = performance.now();
   const schedule = closedLoop(sessions, TURNS);
-  const label = `litellm-${sessions}`;
+  const label = `${peer.path}-${sessions}`;
   const errors = noErrors();
-  const conversations = chatConversations({ urls: [litellm.url], token: () => LITELLM_KEY, sessionId: (s) => `${label}-${s}` }, sessions, label, errors);
-  bench.children.noteDescendants(litellm.child);
-  const cpu0 = treeCpuMs(litellm.child.pid);
+  const conversations = chatConversations({ urls: [peer.service.url], token: () => LITELLM_KEY, sessionId: (s) => `${label}-${s}` }, sessions, label, errors);
+  bench.children.noteDescendants(peer.service.child);
+  const cpu0 = treeCpuMs(peer.service.child.pid);
   const engine0 = ownCpuMs(bench.engine.child.pid);
   const loadEnd = measureLoad(bench);
   const pass = await runPass(schedule, conversations.turn, errors);
   const load = loadEnd();
-  const cpu1 = treeCpuMs(litellm.child.pid);
+  const cpu1 = treeCpuMs(peer.service.child.pid);
   const engine1 = ownCpuMs(bench.engine.child.pid);
   let direct: PassResult | null = null;
   if (sessions <= LITELLM_DIRECT_SESSIONS) {
@@ -310,7 +320,7 @@ async function litellmRow(bench: Bench, litellm: Service, sessions: number): Pro
     direct = await runPass(schedule, directTurn.turn, directErrors);
   }
   return {
-    path: 'litellm',
+    path: peer.path,
     mode: 'closed',
     sessions,
     processes: 1,
@@ -340,6 +350,12 @@ function printTargets(rows: Row[], cpus: CpuPlan | undefined): void {
       const ratio = l.cpuMsPerTurn / g.cpuMsPerTurn;
       say(`  CPU per turn at least 5x less than LiteLLM (${l.sessions} sessions): gateway ${fixed(g.cpuMsPerTurn, 2)} ms, LiteLLM ${fixed(l.cpuMsPerTurn, 2)} ms, LiteLLM/gateway ${fixed(ratio, 2)} — ${check(ratio >= 5)}`);
     }
+  }
+  for (const n of rows.filter((r) => r.path === 'node')) {
+    const g = rows.find((r) => r.path === 'gateway' && r.mode === 'closed' && r.processes === 1 && r.sessions === n.sessions);
+    const l = rows.find((r) => r.path === 'litellm' && r.sessions === n.sessions);
+    // The floor is not a target: it says how much of the gateway's CPU any Node middlebox would pay here.
+    say(`  (floor, ${n.sessions} sessions: a bare Node proxy costs ${fixed(n.cpuMsPerTurn, 2)} ms per turn${g ? `, the gateway ${fixed(g.cpuMsPerTurn / n.cpuMsPerTurn, 2)}x it` : ''}${l ? `, LiteLLM ${fixed(l.cpuMsPerTurn / n.cpuMsPerTurn, 2)}x it` : ''})`);
   }
   const open = rows.find((r) => r.mode === 'open');
   if (open?.ownAdded) say(`  added latency p99 <= 10 ms (open loop, ${open.sessions} sessions, as the gateway measures it: each request's time less the engine's and the placement wait): ${fixed(open.ownAdded.p99)} ms — ${check(open.ownAdded.p99 <= 10)}`);
@@ -394,13 +410,15 @@ async function run(bench: Bench, rows: Row[]): Promise<void> {
       if (gateways !== main) await Promise.all(gateways.map((g) => bench.children.stop(g.child)));
     }
   }
+  const peers: Peer[] = [];
   if (WITH_LITELLM) {
     if (!ensureLitellm(say)) say('LiteLLM could not be installed: its rows are skipped');
-    else {
-      const litellm = await startLitellm(bench.children, bench.dir, bench.engine.url, await freePort(), bench.cpus);
-      await litellmRow(bench, litellm, WARMUP_SESSIONS);
-      for (const n of LITELLM_SESSIONS) record(await litellmRow(bench, litellm, n));
-    }
+    else peers.push({ path: 'litellm', service: await startLitellm(bench.children, bench.dir, bench.engine.url, await freePort(), bench.cpus) });
+  }
+  if (MODES.has('node')) peers.push({ path: 'node', service: await startNodeProxy(bench.children, bench.dir, bench.engine.url, bench.cpus) });
+  for (const peer of peers) {
+    await peerRow(bench, peer, WARMUP_SESSIONS);
+    for (const n of LITELLM_SESSIONS) record(await peerRow(bench, peer, n));
   }
 }
 

@@ -65,6 +65,15 @@ export async function startGateways(children: Children, dir: string, engineUrl: 
   );
 }
 
+/**
+ * The bare Node proxy (bench/gateway/node-proxy.ts): the floor of a Node middlebox on this traffic,
+ * on the gateway's CPUs, answering the LiteLLM key.
+ */
+export async function startNodeProxy(children: Children, dir: string, engineUrl: string, cpus: CpuPlan): Promise<Service> {
+  const child = children.start('node-proxy', ...onCpus(cpus.middlebox, process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/gateway/node-proxy.ts'), engineUrl, LITELLM_KEY]), path.join(dir, 'node-proxy.log'));
+  return { child, url: await children.waitForLine(child, /^(http\S+)\s*$/m, 120_000) };
+}
+
 export type GatewayStats = ProcessStatsSnapshot & { liveSessions: number; collected: boolean };
 
 export async function gatewayStats(url: string, query: string): Promise<GatewayStats> {
