@@ -57,7 +57,9 @@ const SHIPPED: Variant[] = [
   { label: 'ours, no admission', policy: 'ours', gated: false },
 ];
 /** Every prefix- or load-aware baseline behind the same admission, to separate routing from admission. */
-const GATED: Variant[] = (['verl-sticky', 'sglang-cache-aware', 'llmd-weighted', 'dynamo-cost'] as const).map((policy) => ({
+const GATED: Variant[] = (
+  ['verl-sticky', 'sglang-cache-aware', 'llmd-weighted', 'dynamo-cost', 'uni-agent-kv-aware', 'skyrl-sticky-least-loaded', 'prime-rl-cache-aware'] as const
+).map((policy) => ({
   label: `${policy} + admission`,
   policy,
   gated: true,

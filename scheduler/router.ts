@@ -276,12 +276,15 @@ export class Router implements CallRouter {
   }
 
   /**
-   * The session's chains (ids `<sessionId>/<chain>`) will make no more calls: admission frees the
-   * memory they kept reserved for their next turn and lets waiting calls through.
+   * The session's chains (ids `<sessionId>/<chain>`) will make no more calls: the policy releases
+   * their sessions (policies counting live sessions per instance), admission frees the memory they
+   * kept reserved for their next turn and lets waiting calls through.
    */
   forgetSession(sessionId: string): void {
+    const prefix = routeChainId(sessionId, '');
+    this.policy.onChainsClosed?.((chainId) => chainId.startsWith(prefix));
     if (!this.gate) return;
-    this.gate.forgetChains(routeChainId(sessionId, ''));
+    this.gate.forgetChains(prefix);
     this.pump();
   }
 

@@ -425,8 +425,9 @@ export const ConfigSchema = z
       .object({
         /**
          * Policy by name: `ours`, a baseline of the routing spec (round-robin, least-requests,
-         * verl-sticky, sglang-cache-aware, llmd-weighted, dynamo-cost), or `home` (the episode's
-         * admission instance while healthy). Default `ours`.
+         * verl-sticky, sglang-cache-aware, llmd-weighted, dynamo-cost, uni-agent-kv-aware,
+         * skyrl-sticky-least-loaded, prime-rl-cache-aware), or `home` (the episode's admission
+         * instance while healthy). Default `ours`.
          */
         policy: z.enum(ROUTER_POLICY_NAMES).default(ROUTING_DEFAULTS.policy),
         /** The policy's thresholds by option name (e.g. `minFreeFraction` for `ours`). Default `{}`: its measured defaults. */

@@ -70,4 +70,9 @@ export interface RoutingPolicy {
   onFinished?(request: RouteRequest, instance: string): void;
   /** The instance died: forget bindings to it. */
   onInstanceDown?(instance: string): void;
+  /**
+   * The chains for which `closed` is true are over (their session closed, their episode ended):
+   * policies that count live sessions per instance release them.
+   */
+  onChainsClosed?(closed: (chainId: string) => boolean): void;
 }

@@ -94,6 +94,9 @@ export function simulate(options: SimulationOptions): SimulationResult {
   /** chain → instance of its previous call (Mooncake sessions span several episodes). */
   const lastInstance = new Map<string, number>();
   const routed = new Map<number, RouteRequest>();
+  /** chain → its episodes not yet over; at 0 the chain's session is closed (policy.onChainsClosed). */
+  const openEpisodes = new Map<string, number>();
+  for (const ep of workload.episodes) openEpisodes.set(ep.chainId, (openEpisodes.get(ep.chainId) ?? 0) + 1);
   const gate = options.gate ? new KvGate<Released>(options.gate) : undefined;
   let held = 0;
   let routerWait = 0;
@@ -148,6 +151,10 @@ export function simulate(options: SimulationOptions): SimulationResult {
     const ep = workload.episodes[r.episode]!;
     if (workload.kind === 'closed' && r.turn + 1 < ep.turns.length) {
       heap.push(now + ep.delays[r.turn]!, { kind: 'release', episode: r.episode, turn: r.turn + 1 });
+    } else if (r.turn + 1 >= ep.turns.length) {
+      const left = openEpisodes.get(ep.chainId)! - 1;
+      openEpisodes.set(ep.chainId, left);
+      if (left === 0) policy.onChainsClosed?.((chainId) => chainId === ep.chainId);
     }
   };
 

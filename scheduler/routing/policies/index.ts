@@ -4,12 +4,26 @@ import { DynamoCostPolicy, type DynamoCostOptions } from './dynamo-cost.js';
 import { LeastRequestsPolicy } from './least-requests.js';
 import { LlmdWeightedPolicy, type LlmdWeightedOptions } from './llmd-weighted.js';
 import { OursPolicy, type OursOptions } from './ours.js';
+import { PrimeRlCacheAwarePolicy, type PrimeRlCacheAwareOptions } from './prime-rl-cache-aware.js';
 import { RoundRobinPolicy } from './round-robin.js';
 import { SglangCacheAwarePolicy, type SglangCacheAwareOptions } from './sglang-cache-aware.js';
+import { SkyrlStickyLeastLoadedPolicy } from './skyrl-sticky-least-loaded.js';
+import { UniAgentKvAwarePolicy, type UniAgentKvAwareOptions } from './uni-agent-kv-aware.js';
 import { VerlStickyPolicy, type VerlStickyOptions } from './verl-sticky.js';
 
-export type { DynamoCostOptions, LlmdWeightedOptions, OursOptions, SglangCacheAwareOptions, VerlStickyOptions };
-export { DynamoCostPolicy, LeastRequestsPolicy, LlmdWeightedPolicy, OursPolicy, RoundRobinPolicy, SglangCacheAwarePolicy, VerlStickyPolicy };
+export type { DynamoCostOptions, LlmdWeightedOptions, OursOptions, PrimeRlCacheAwareOptions, SglangCacheAwareOptions, UniAgentKvAwareOptions, VerlStickyOptions };
+export {
+  DynamoCostPolicy,
+  LeastRequestsPolicy,
+  LlmdWeightedPolicy,
+  OursPolicy,
+  PrimeRlCacheAwarePolicy,
+  RoundRobinPolicy,
+  SglangCacheAwarePolicy,
+  SkyrlStickyLeastLoadedPolicy,
+  UniAgentKvAwarePolicy,
+  VerlStickyPolicy,
+};
 
 /** Options each policy accepts, by name. */
 export interface PolicyOptionsByName {
@@ -19,6 +33,9 @@ export interface PolicyOptionsByName {
   'sglang-cache-aware': SglangCacheAwareOptions;
   'llmd-weighted': LlmdWeightedOptions;
   'dynamo-cost': DynamoCostOptions;
+  'uni-agent-kv-aware': UniAgentKvAwareOptions;
+  'skyrl-sticky-least-loaded': Record<string, never>;
+  'prime-rl-cache-aware': PrimeRlCacheAwareOptions;
   ours: OursOptions;
 }
 
@@ -32,6 +49,9 @@ export const POLICY_NAMES: readonly PolicyName[] = [
   'sglang-cache-aware',
   'llmd-weighted',
   'dynamo-cost',
+  'uni-agent-kv-aware',
+  'skyrl-sticky-least-loaded',
+  'prime-rl-cache-aware',
   'ours',
 ];
 
@@ -54,6 +74,12 @@ export function createPolicy<N extends PolicyName>(name: N, options: PolicyOptio
       return new LlmdWeightedPolicy(options as LlmdWeightedOptions);
     case 'dynamo-cost':
       return new DynamoCostPolicy(options as DynamoCostOptions);
+    case 'uni-agent-kv-aware':
+      return new UniAgentKvAwarePolicy(options as UniAgentKvAwareOptions);
+    case 'skyrl-sticky-least-loaded':
+      return new SkyrlStickyLeastLoadedPolicy();
+    case 'prime-rl-cache-aware':
+      return new PrimeRlCacheAwarePolicy(options as PrimeRlCacheAwareOptions);
     case 'ours':
       return new OursPolicy(options as OursOptions);
     default:
