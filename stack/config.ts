@@ -30,6 +30,22 @@ const Engine = z.object({
    * reports at start (vLLM's `vllm:cache_config_info`, SGLang's `max_total_num_tokens`), else unbounded.
    */
   kvCapacityTokens: z.number().int().positive().optional(),
+  /**
+   * The engine's KV-cache events (vLLM's or SGLang's `--kv-events-config` with the `zmq` publisher):
+   * the router then knows which prefixes the engine really holds, falling back to its estimate
+   * while the events are missing. Default none (the estimate only).
+   */
+  kvEvents: z
+    .object({
+      /** The publisher, e.g. `tcp://10.0.0.5:5557`. Default: what the engine reports (`GET /kv_event_sources`, vLLM). */
+      endpoint: z.string().regex(/^tcp:\/\/[^*]+:\d+$/, 'a tcp://host:port address').optional(),
+      /** Its replay socket, e.g. `tcp://10.0.0.5:5558`. Default: what the engine reports, else none (missed events stay missed). */
+      replayEndpoint: z.string().regex(/^tcp:\/\/[^*]+:\d+$/, 'a tcp://host:port address').optional(),
+      /** The publisher's topic. Default `''` (every topic). */
+      topic: z.string().max(256).optional(),
+    })
+    .strict()
+    .optional(),
 });
 
 /**

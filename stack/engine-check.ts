@@ -1,5 +1,6 @@
 import { EngineUnreachableError, readEngineInfo } from '../gateway/backends/engine-info.js';
 import type { InstanceConfig } from '../scheduler/index.js';
+import { discoverKvEventSource } from '../scheduler/kv-events/discovery.js';
 
 /** The configured model is not among those an engine serves: every request to it would be a 404. */
 export class EngineModelError extends Error {
@@ -20,7 +21,9 @@ const ENGINE_CHECK_TIMEOUT_MS = 5_000;
  * serve is an `EngineModelError` naming the served ones; its `max_model_len` is kept, and its KV
  * capacity fills a `kvCapacityTokens` the configuration leaves unset (a configured one wins). An
  * engine down at start is logged and kept as configured, unchecked: engines may come up after the
- * gateway, and the router takes them in when their health checks pass.
+ * gateway, and the router takes them in when their health checks pass. An engine configured for
+ * KV events without a publisher address is asked for it (`GET /kv_event_sources`); if it names
+ * none, that is logged and the router estimates its cache instead.
  */
 export async function checkEngines(engines: readonly InstanceConfig[], modelName: string, log: (line: string) => void): Promise<CheckedEngine[]> {
   return Promise.all(
@@ -32,7 +35,12 @@ export async function checkEngines(engines: readonly InstanceConfig[], modelName
             `engine ${engine.name} (${engine.url}) does not serve model.name ${JSON.stringify(modelName)}; it serves ${info.models.map((m) => JSON.stringify(m)).join(', ') || 'no model'}`,
           );
         const kvCapacityTokens = engine.kvCapacityTokens ?? info.kvCapacityTokens;
-        return { ...engine, ...(kvCapacityTokens === undefined ? {} : { kvCapacityTokens }), ...(info.maxModelLen === undefined ? {} : { maxModelLen: info.maxModelLen }) };
+        return {
+          ...engine,
+          ...(kvCapacityTokens === undefined ? {} : { kvCapacityTokens }),
+          ...(info.maxModelLen === undefined ? {} : { maxModelLen: info.maxModelLen }),
+          ...(engine.kvEvents && !engine.kvEvents.endpoint ? { kvEvents: await askKvEvents(engine, log) } : {}),
+        };
       } catch (error) {
         if (!(error instanceof EngineUnreachableError)) throw error;
         log(`engine ${engine.name}: not reachable at start (${error.message}); its model name and limits are not checked`);
@@ -40,4 +48,15 @@ export async function checkEngines(engines: readonly InstanceConfig[], modelName
       }
     }),
   );
+}
+
+/** The engine's own account of its KV-event publisher, with the configured topic if one is set; undefined (logged) when it gives none. */
+async function askKvEvents(engine: InstanceConfig, log: (line: string) => void): Promise<InstanceConfig['kvEvents']> {
+  try {
+    const found = await discoverKvEventSource(engine.url, ENGINE_CHECK_TIMEOUT_MS);
+    return { ...found, ...(engine.kvEvents?.topic === undefined ? {} : { topic: engine.kvEvents.topic }) };
+  } catch (error) {
+    log(`engine ${engine.name}: its KV events are not used (${(error as Error).message}); the router estimates its cache`);
+    return undefined;
+  }
 }

@@ -77,6 +77,8 @@ export interface RealVllmOptions {
   processedLogprobs?: boolean;
   /** `--max-model-len`. Default 2,048. */
   maxModelLen?: number;
+  /** Publishes KV-cache events on these local ports (`--kv-events-config`, zmq, topic `kv`). Default off. */
+  kvEvents?: { port: number; replayPort: number };
 }
 
 export interface RealVllm {
@@ -109,6 +111,7 @@ export async function startRealVllm(options: RealVllmOptions): Promise<RealVllm>
     '--max-model-len', String(options.maxModelLen ?? 2048),
     '--enable-prompt-tokens-details',
     ...(options.processedLogprobs ? ['--logprobs-mode', 'processed_logprobs'] : []),
+    ...(options.kvEvents ? ['--kv-events-config', JSON.stringify({ enable_kv_cache_events: true, publisher: 'zmq', endpoint: `tcp://*:${options.kvEvents.port}`, replay_endpoint: `tcp://127.0.0.1:${options.kvEvents.replayPort}`, topic: 'kv' })] : []),
   ];
   // Its own process group, so close() reaches the engine core and any worker it forks.
   const child = spawn(python, args, {
