@@ -218,6 +218,18 @@ export class KvEventIndex implements PrefixLookup {
     return { status: 'buffered', gap: { from: feed.expected, to: Math.min(...feed.buffered.keys()) - 1 } };
   }
 
+  /**
+   * Declares a feed whose engine starts now with an empty cache and a publisher that will start at
+   * sequence 0 (an engine the router saw start, as the simulator's): live before its first batch.
+   */
+  attach(instance: string): void {
+    const feed = this.feedOf(instance);
+    this.clear(feed);
+    feed.buffered.clear();
+    feed.expected = 0;
+    feed.synced = true;
+  }
+
   /** The router placed a call on `instance` (or it finished there): events should follow. */
   expect(instance: string, nowMs: number): void {
     const feed = this.feeds.get(instance);

@@ -225,6 +225,16 @@ describe('KvEventIndex feed state', () => {
     expect(index.isLive('e', 0)).toBe(true);
   });
 
+  it('attach declares an engine starting empty: live before its first batch, expecting sequence 0', () => {
+    const index = new KvEventIndex(B, { mapping: 'same-hashes' });
+    index.attach('e');
+    expect(index.isLive('e', 0)).toBe(true);
+    expect(index.apply('e', { seq: 1, events: [stored(1)] }, 0)).toEqual({ status: 'buffered', gap: { from: 0, to: 0 } });
+    expect(index.isLive('e', 0)).toBe(false);
+    index.apply('e', { seq: 0, events: [stored(0)] }, 0);
+    expect(index.matchedBlocks('e', [0, 1])).toBe(2);
+  });
+
   it('a feed the router expects events from and that stays silent past staleAfterMs is stale', () => {
     const index = new KvEventIndex(B, { mapping: 'same-hashes', staleAfterMs: 100 });
     index.apply('e', { seq: 0, events: [] }, 0);
