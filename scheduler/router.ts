@@ -263,6 +263,7 @@ export class Router implements CallRouter {
       throw new Error(`routing policy ${this.policy.name} chose ${decision.instance}, which it was not offered`);
     }
     this.prefix.insert?.(decision.instance, request.blocks, request.chainId);
+    this.kvLookup?.placed(decision.instance, request.blocks, request.chainId);
     this.gate?.placed(request, decision.instance, this.now());
     const inFlight = this.registry.begin(decision.instance, request.promptTokens + request.expectedOutputTokens);
     this.metrics?.placed(decision.instance, request.promptTokens, decision.expectedCachedTokens, request.home !== undefined && request.home !== decision.instance);
@@ -312,6 +313,7 @@ export class Router implements CallRouter {
 
   private release(placement: RequestPlacement, cachedTokens: number): void {
     this.registry.end(placement.inFlight);
+    this.kvLookup?.ended(placement.instance, placement.request.chainId);
     this.policy.onFinished?.(placement.request, placement.instance);
     if (!this.gate) return;
     this.gate.ended(placement.request, placement.instance, this.now(), cachedTokens);

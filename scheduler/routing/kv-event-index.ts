@@ -37,7 +37,7 @@
  * is stale only when the router expects events — it placed a call there (`expect`) and no batch
  * came within `staleAfterMs`.
  */
-import { beginBlock, endBlock, feedBlock, type PartialBlockHash } from './block-hash.js';
+import { beginBlock, commonPrefix, endBlock, feedBlock, type PartialBlockHash } from './block-hash.js';
 import type { BlockHash, BlockHashes, PrefixLookup } from './types.js';
 
 /** An engine's own block hash (vLLM: an int or bytes, converted by the subscriber). */
@@ -416,25 +416,34 @@ export interface EstimatedIndex extends PrefixLookup {
 /**
  * Lookups from the engines' events where an instance's feed is live (`KvEventIndex.isLive`), from
  * the estimated index otherwise. The estimate is always fed (placements and finished calls), so it
- * is warm whenever a feed fails; each feed of the router's also learns that events should follow.
- * Counts how many lookups each source answered, per instance.
+ * is warm whenever a feed fails. On a live feed, the prompts of calls in flight on the instance
+ * (`placed` until `ended`) count as held too: the engine is computing them, and its events tell
+ * only once it has (the estimate counts them at once, and a policy placing siblings of a task by
+ * it packed them better: measured in bench:routing). Counts the lookups each source answered.
  */
 export class EventsOrEstimate implements EstimatedIndex {
   /** Lookups answered from events / from the estimate. */
   fromEvents = 0;
   fromEstimate = 0;
+  /** Per instance: the prompts of calls placed there and not finished, by chain. */
+  private readonly inFlight = new Map<string, Map<string, BlockHashes>>();
 
   constructor(
     readonly events: KvEventIndex,
     readonly estimate: EstimatedIndex,
     /** The router's clock, ms. */
     private readonly now: () => number,
+    /** Whether prompts in flight count as held on a live feed. Default true. */
+    private readonly countInFlight = true,
   ) {}
 
   matchedBlocks(instance: string, blocks: BlockHashes): number {
     if (this.events.isLive(instance, this.now())) {
       this.fromEvents++;
-      return this.events.matchedBlocks(instance, blocks);
+      let matched = this.events.matchedBlocks(instance, blocks);
+      const calls = this.countInFlight ? this.inFlight.get(instance) : undefined;
+      if (calls) for (const prompt of calls.values()) matched = Math.max(matched, commonPrefix(prompt, blocks));
+      return matched;
     }
     this.fromEstimate++;
     return this.estimate.matchedBlocks(instance, blocks);
@@ -447,7 +456,23 @@ export class EventsOrEstimate implements EstimatedIndex {
 
   insert(instance: string, blocks: BlockHashes, chainId: string): void {
     this.estimate.insert?.(instance, blocks, chainId);
+  }
+
+  /**
+   * A call of `chainId` with prompt `blocks` was placed on `instance`: events should follow, and
+   * until it ends its prompt counts as held there (the engine is computing it; a sibling placed
+   * meanwhile will find it cached).
+   */
+  placed(instance: string, blocks: BlockHashes, chainId: string): void {
     this.events.expect(instance, this.now());
+    let calls = this.inFlight.get(instance);
+    if (!calls) this.inFlight.set(instance, (calls = new Map()));
+    calls.set(chainId, blocks);
+  }
+
+  /** The call `placed` ended (its blocks are the engine's to report now). */
+  ended(instance: string, chainId: string): void {
+    this.inFlight.get(instance)?.delete(chainId);
   }
 
   /**

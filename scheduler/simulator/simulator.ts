@@ -35,7 +35,8 @@ export interface SimulationOptions {
    * batch lost with probability `lossRate` (seeded by `seed`, default 1). With `replay`, a gap the
    * index reports is replayed from the publisher (another `delayS`, never lost), as vLLM's replay
    * socket allows. Policies look up the events where an instance's feed is live, the estimated
-   * index elsewhere (`staleAfterS`, default 10 s). Default none: the estimated index only.
+   * index elsewhere (`staleAfterS`, default 10 s), with the prompts of calls in flight counted as
+   * held (`inFlight`, default true). Default none: the estimated index only.
    */
   kvEvents?: SimKvEventOptions;
   /**
@@ -51,6 +52,8 @@ export interface SimKvEventOptions {
   seed?: number;
   replay?: boolean;
   staleAfterS?: number;
+  /** Whether prompts in flight count as held on a live feed (`EventsOrEstimate`). Default true. */
+  inFlight?: boolean;
 }
 
 /** The event feed of a run with `kvEvents`. */
@@ -131,7 +134,7 @@ export function simulate(options: SimulationOptions): SimulationResult {
   let clockMs = 0;
   const kv = options.kvEvents;
   const kvIndex = kv ? new KvEventIndex(bs, { mapping: 'same-hashes', staleAfterMs: 1000 * (kv.staleAfterS ?? KV_EVENT_DEFAULTS.staleAfterMs / 1000) }) : undefined;
-  const lookup = kvIndex ? new EventsOrEstimate(kvIndex, index, () => clockMs) : index;
+  const lookup = kvIndex ? new EventsOrEstimate(kvIndex, index, () => clockMs, kv!.inFlight ?? true) : index;
   const kvStats: SimKvEventStats = { batches: 0, lost: 0, replayed: 0, lookupsFromEvents: 0, lookupsFromEstimate: 0 };
   const kvRng = createRng(kv?.seed ?? 1);
   const kvSeq = new Array<number>(n).fill(0);
@@ -226,6 +229,7 @@ export function simulate(options: SimulationOptions): SimulationResult {
     inFlightRequests[r.instance]!--;
     inFlightTokens[r.instance]! -= r.spec.promptTokens + r.spec.outputTokens;
     lookup.insert(e.name, r.spec.seq.slice(0, r.spec.kvBlocks), req.chainId);
+    if (lookup instanceof EventsOrEstimate) lookup.ended(e.name, req.chainId);
     policy.onFinished?.(req, e.name);
     gate?.ended(req, e.name, now * 1000, r.spec.promptTokens + r.spec.outputTokens);
     latencies.push(now - r.released);
@@ -257,6 +261,7 @@ export function simulate(options: SimulationOptions): SimulationResult {
     }
     lastInstance.set(chainId, target);
     lookup.insert(decision.instance, request.blocks, chainId);
+    if (lookup instanceof EventsOrEstimate) lookup.placed(decision.instance, request.blocks, chainId);
     inFlightRequests[target]!++;
     inFlightTokens[target]! += spec.promptTokens + spec.outputTokens;
     const r: SimRequest = {

@@ -260,7 +260,12 @@ describe('KvEventIndex feed state', () => {
     expect(lookup.matchedBlocks('a', [1, 2, 3])).toBe(1);
     expect(lookup.matchedBlocks('b', [1, 2, 3])).toBe(3);
     expect([lookup.fromEvents, lookup.fromEstimate]).toEqual([1, 1]);
-    // A placement on `a` expects events; none come: stale, the estimate answers.
+    // A call placed on `a`: its prompt counts as held there until it ends (the engine computes it).
+    lookup.placed('a', [1, 2, 3, 4], 'c');
+    expect(lookup.matchedBlocks('a', [1, 2, 3, 4, 5])).toBe(4);
+    lookup.ended('a', 'c');
+    expect(lookup.matchedBlocks('a', [1, 2, 3, 4, 5])).toBe(1);
+    // The placement expects events; none come: stale, the estimate answers.
     lookup.insert('a', [1, 2, 3, 4], 'c');
     now = 51;
     expect(lookup.source('a')).toBe('estimate');

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { EventsOrEstimate } from '../../../scheduler/routing/kv-event-index.js';
 import { createPolicy } from '../../../scheduler/routing/policies/index.js';
 import { agentBatch, PRESETS, simulate, type SimulationOptions } from '../../../scheduler/simulator/index.js';
 
@@ -17,7 +18,7 @@ const base = { workload: small, preset: PRESETS['8b'], instances: 3 } as const;
 
 describe('simulator with the engines publishing KV events', () => {
   for (const capacity of [12_000, 60_000]) {
-    it(`with no delay and no loss, the lookup is the engine's true cached prefix on every routed call (${capacity} KV tokens)`, () => {
+    it(`with no delay and no loss, the event index is the engine's true cached prefix on every routed call (${capacity} KV tokens)`, () => {
       let calls = 0;
       let matched = 0;
       const r = simulate({
@@ -28,9 +29,13 @@ describe('simulator with the engines publishing KV events', () => {
         kvEvents: { delayS: 0, lossRate: 0 },
         onRoute: (request, lookup, cachedBlocks) => {
           calls++;
+          const { events } = lookup as EventsOrEstimate;
           for (const name of ['i0', 'i1', 'i2']) {
             const truth = cachedBlocks(name);
-            expect(lookup.matchedBlocks(name, request.blocks), name).toBe(truth);
+            expect(events.isLive(name, 0), name).toBe(true);
+            expect(events.matchedBlocks(name, request.blocks), name).toBe(truth);
+            // What the policy reads adds the prompts in flight there: never less than the truth.
+            expect(lookup.matchedBlocks(name, request.blocks), name).toBeGreaterThanOrEqual(truth);
             matched += truth;
           }
         },
