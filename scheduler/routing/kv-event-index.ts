@@ -144,12 +144,15 @@ interface Feed {
   readonly buffered: Map<number, KvEventBatch>;
   /** When the router first expected events that have not come yet (ms), if it does. */
   awaitingSince: number | undefined;
+  lastBatchAtMs: number | undefined;
   batches: number;
   gaps: number;
 }
 
 export interface KvFeedStats {
   batches: number;
+  /** When the last batch came, on the router's clock (ms). */
+  lastBatchAtMs: number | undefined;
   /** Sequence gaps seen (each buffered until replayed or lost). */
   gaps: number;
   buffered: number;
@@ -183,6 +186,7 @@ export class KvEventIndex implements PrefixLookup {
   apply(instance: string, batch: KvEventBatch, nowMs: number): KvBatchResult {
     const feed = this.feedOf(instance);
     feed.awaitingSince = undefined;
+    feed.lastBatchAtMs = nowMs;
     feed.batches++;
     if (feed.expected === undefined) {
       // The first batch seen: complete if it is the publisher's first.
@@ -269,13 +273,13 @@ export class KvEventIndex implements PrefixLookup {
 
   stats(instance: string): KvFeedStats | undefined {
     const f = this.feeds.get(instance);
-    return f && { batches: f.batches, gaps: f.gaps, buffered: f.buffered.size, synced: f.synced, blocks: f.held.size, engineRecords: f.engine.size };
+    return f && { batches: f.batches, lastBatchAtMs: f.lastBatchAtMs, gaps: f.gaps, buffered: f.buffered.size, synced: f.synced, blocks: f.held.size, engineRecords: f.engine.size };
   }
 
   private feedOf(instance: string): Feed {
     let feed = this.feeds.get(instance);
     if (!feed) {
-      feed = { engine: new Map(), held: new Map(), expected: undefined, synced: false, buffered: new Map(), awaitingSince: undefined, batches: 0, gaps: 0 };
+      feed = { engine: new Map(), held: new Map(), expected: undefined, synced: false, buffered: new Map(), awaitingSince: undefined, lastBatchAtMs: undefined, batches: 0, gaps: 0 };
       this.feeds.set(instance, feed);
     }
     return feed;
