@@ -291,12 +291,13 @@ function runKvEventTables(workload: Workload, preset: ModelPreset, instances: nu
         r.makespan.toFixed(0),
         (100 * r.hitRate).toFixed(1),
         (100 * (r.expectedCachedTokens / r.promptTokens)).toFixed(1),
+        String(r.migrations),
         kv && lookups > 0 ? (100 * (kv.lookupsFromEvents / lookups)).toFixed(1) : '',
         kv ? `${kv.lost}/${kv.batches}` : '',
       ]);
     }
     console.log(`\n${label}: ${(capacity / 1000).toFixed(0)}k KV tokens per instance`);
-    console.log(table(['ours on', 'out tok/s', 'makespan s', 'hit %', 'est hit %', 'events %', 'lost/batches'], out));
+    console.log(table(['ours on', 'out tok/s', 'makespan s', 'hit %', 'est hit %', 'migrations', 'events %', 'lost/batches'], out));
   }
 }
 
