@@ -22,6 +22,7 @@ import { KvGate, KV_GATE_DEFAULTS } from '../scheduler/routing/kv-gate.js';
 import { createPolicy, POLICY_NAMES, type PolicyName } from '../scheduler/routing/policies/index.js';
 import type { InstanceView } from '../scheduler/routing/types.js';
 import { agentBatch, computeBounds, loadMooncake, PRESETS, simulate, type Bounds, type ModelPreset, type Workload } from '../scheduler/simulator/index.js';
+import type { SimKvEventOptions } from '../scheduler/simulator/simulator.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const tracePath = process.env.BENCH_TRACE ?? path.resolve(root, '../shared/traces/mooncake_fast25_synthetic_trace.jsonl');
@@ -264,6 +265,44 @@ function routerCallCost(kvCapacityTokens: number): void {
   );
 }
 
+/**
+ * Ours on the estimated prefix index against ours on the engines' own KV events (the simulated
+ * engines publish their caches' stores and evictions, delivered late and sometimes lost), behind
+ * the router's admission, on one agent batch at scarce and preset memory. `events %`: the policy's
+ * lookups answered from events (the rest fell back to the estimate: a feed with a gap, or stale).
+ * On a live feed the prompts of calls in flight count as held (the engine is computing them); the
+ * last row turns that off.
+ */
+function runKvEventTables(workload: Workload, preset: ModelPreset, instances: number, capacities: [string, number][]): void {
+  console.log(`\n## Ours on the estimated index vs on the engines' KV events — ${workload.description}`);
+  const rows: [string, SimKvEventOptions | undefined][] = [['estimated index', undefined]];
+  for (const lossRate of [0, 0.01]) {
+    for (const delayS of [0, 0.05, 0.5]) rows.push([`events, ${delayS * 1000} ms, ${lossRate * 100}% loss`, { delayS, lossRate }]);
+  }
+  rows.push(['events, 50 ms, 1% loss, replay', { delayS: 0.05, lossRate: 0.01, replay: true }]);
+  rows.push(['events, 50 ms, 0% loss, no in-flight prompts', { delayS: 0.05, lossRate: 0, inFlight: false }]);
+  for (const [label, capacity] of capacities) {
+    const out: string[][] = [];
+    for (const [name, kvEvents] of rows) {
+      const r = simulate({ workload, preset, policy: createPolicy('ours'), instances, kvCapacityTokens: capacity, gate: KV_GATE_DEFAULTS, kvEvents });
+      const kv = r.kvEvents;
+      const lookups = kv ? kv.lookupsFromEvents + kv.lookupsFromEstimate : 0;
+      out.push([
+        name,
+        r.throughput.toFixed(0),
+        r.makespan.toFixed(0),
+        (100 * r.hitRate).toFixed(1),
+        (100 * (r.expectedCachedTokens / r.promptTokens)).toFixed(1),
+        String(r.migrations),
+        kv && lookups > 0 ? (100 * (kv.lookupsFromEvents / lookups)).toFixed(1) : '',
+        kv ? `${kv.lost}/${kv.batches}` : '',
+      ]);
+    }
+    console.log(`\n${label}: ${(capacity / 1000).toFixed(0)}k KV tokens per instance`);
+    console.log(table(['ours on', 'out tok/s', 'makespan s', 'hit %', 'est hit %', 'migrations', 'events %', 'lost/batches'], out));
+  }
+}
+
 const wall = performance.now();
 const tasks = Number(process.env.BENCH_TASKS ?? 64);
 const samples = Number(process.env.BENCH_SAMPLES ?? 8);
@@ -284,6 +323,7 @@ if (!routerOnly) {
     );
   }
   printSummary(seeds, ['scarce', 'preset']);
+  runKvEventTables(agentBatch({ seed: seeds[0], tasks, samplesPerTask: samples, blockSize: 256 }), preset, 8, capacities.slice(0, 2));
   if (existsSync(tracePath)) {
     // The trace is light for 8 instances: replayed 4× faster on 4 instances so routing matters.
     runScenario({ workload: loadMooncake(tracePath, { timeScale: 0.25 }), seed: 0, preset, instances: 4, capacities }, false);

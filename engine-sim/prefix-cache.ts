@@ -77,6 +77,11 @@ export class PrefixCache {
   private evictableCount = 0;
   private reservedTotal = 0;
   private evictionCount = 0;
+  /**
+   * Told of every block that enters the cache (`stored`) or is evicted from it, in order, as an
+   * engine's KV events tell (the routing simulator publishes them). Default none.
+   */
+  onBlockEvent: ((kind: 'stored' | 'removed', hash: number) => void) | undefined = undefined;
 
   constructor(
     readonly capacityBlocks: number,
@@ -114,6 +119,7 @@ export class PrefixCache {
       this.blocks.delete(entry.hash);
       this.evictableCount--;
       this.evictionCount++;
+      this.onBlockEvent?.('removed', entry.hash);
       shortfall--;
     }
     this.compactQueue();
@@ -129,7 +135,10 @@ export class PrefixCache {
     // Another request may have computed the same block meanwhile: share it, like vLLM's dedup.
     let block = this.blocks.get(hash);
     if (block) this.pinBlock(block);
-    else this.blocks.set(hash, (block = { refs: 1, releasedAt: -1 }));
+    else {
+      this.blocks.set(hash, (block = { refs: 1, releasedAt: -1 }));
+      this.onBlockEvent?.('stored', hash);
+    }
     alloc.pinned.push(hash);
     alloc.blocks.push(block);
   }

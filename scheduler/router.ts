@@ -4,6 +4,7 @@ import { IncrementalHasher, DEFAULT_BLOCK_SIZE } from './routing/block-hash.js';
 import { KvGate, KV_GATE_DEFAULTS, type KvGateOptions } from './routing/kv-gate.js';
 import { createPolicy, POLICY_NAMES, type PolicyName, type PolicyOptionsByName } from './routing/policies/index.js';
 import { PrefixIndex } from './routing/prefix-index.js';
+import { EventsOrEstimate, KvEventIndex, type KvBatchResult, type KvEventBatch, type KvEventIndexOptions } from './routing/kv-event-index.js';
 import type { RouterMetrics } from '../telemetry/metrics.js';
 import type { BlockHashes, InstanceView, PrefixLookup, RouteDecision, RouteRequest, RoutingPolicy } from './routing/types.js';
 
@@ -37,6 +38,12 @@ export interface RouterOptions {
   now?: () => number;
   /** Where placements, held calls and engine health are counted. Default none. */
   metrics?: RouterMetrics;
+  /**
+   * The engines' own KV events (routing/kv-event-index.ts), fed with `applyKvEvents`: lookups on
+   * an instance whose feed is live come from them, the others from `prefix` (the estimate, still
+   * fed). An index, or the options of a new one (of `blockSize`). Default none: `prefix` only.
+   */
+  kvEvents?: KvEventIndex | KvEventIndexOptions;
 }
 
 /** A call `admit` holds until the gate lets it through. */
@@ -110,18 +117,27 @@ export class Router implements CallRouter {
   private readonly metrics: RouterMetrics | undefined;
   /** Wakes the gate at its next deadline while calls wait. */
   private timer: NodeJS.Timeout | undefined;
+  /** What policies look up: `prefix`, or it behind the engines' events. */
+  private readonly prefix: RouterPrefixIndex;
+  /** Set with `kvEvents`. */
+  readonly kvLookup: EventsOrEstimate | undefined;
 
   constructor(
     readonly registry: InstanceRegistry,
     readonly policy: RoutingPolicy,
-    private readonly prefix: RouterPrefixIndex,
+    prefix: RouterPrefixIndex,
     options: RouterOptions = {},
   ) {
     this.blockSize = options.blockSize ?? DEFAULT_BLOCK_SIZE;
+    this.now = options.now ?? Date.now;
+    if (options.kvEvents) {
+      const events = options.kvEvents instanceof KvEventIndex ? options.kvEvents : new KvEventIndex(this.blockSize, options.kvEvents);
+      this.kvLookup = new EventsOrEstimate(events, prefix, this.now);
+    }
+    this.prefix = this.kvLookup ?? prefix;
     this.blockHashes = options.blockHashes ?? (() => []);
     this.maxAttempts = options.maxAttempts ?? 3;
     this.gate = options.gate ? new KvGate(options.gate) : undefined;
-    this.now = options.now ?? Date.now;
     this.metrics = options.metrics;
     this.metrics?.watchEngines(() =>
       registry.names.map((instance) => {
@@ -132,9 +148,18 @@ export class Router implements CallRouter {
     registry.onDown((instance) => {
       this.metrics?.takenOut(instance);
       policy.onInstanceDown?.(instance);
-      prefix.dropInstance?.(instance);
+      this.prefix.dropInstance?.(instance);
       this.gate?.dropInstance(instance);
     });
+  }
+
+  /**
+   * One batch of `instance`'s KV events (its engine's publisher, converted to the engine-neutral
+   * form by the subscriber). A result with a `gap` asks for those batches to be replayed.
+   */
+  applyKvEvents(instance: string, batch: KvEventBatch): KvBatchResult {
+    if (!this.kvLookup) throw new Error('this router was made without kvEvents: it has no KV event index');
+    return this.kvLookup.events.apply(instance, batch, this.now());
   }
 
   /** Calls `acquire` holds for want of KV memory. */
@@ -238,6 +263,7 @@ export class Router implements CallRouter {
       throw new Error(`routing policy ${this.policy.name} chose ${decision.instance}, which it was not offered`);
     }
     this.prefix.insert?.(decision.instance, request.blocks, request.chainId);
+    this.kvLookup?.placed(decision.instance, request.blocks, request.chainId);
     this.gate?.placed(request, decision.instance, this.now());
     const inFlight = this.registry.begin(decision.instance, request.promptTokens + request.expectedOutputTokens);
     this.metrics?.placed(decision.instance, request.promptTokens, decision.expectedCachedTokens, request.home !== undefined && request.home !== decision.instance);
@@ -290,6 +316,7 @@ export class Router implements CallRouter {
 
   private release(placement: RequestPlacement, cachedTokens: number): void {
     this.registry.end(placement.inFlight);
+    this.kvLookup?.ended(placement.instance, placement.request.chainId);
     this.policy.onFinished?.(placement.request, placement.instance);
     if (!this.gate) return;
     this.gate.ended(placement.request, placement.instance, this.now(), cachedTokens);
@@ -341,6 +368,12 @@ export interface RoutingOptions extends Omit<RegistryOptions, 'now'> {
   maxAttempts?: number;
   /** Token-level admission of calls (routing/kv-gate.ts); every key optional. */
   admission?: AdmissionGateOptions;
+  /**
+   * Routing on the engines' own KV events where they publish them (`Router.applyKvEvents`),
+   * the estimated index elsewhere. Default none (off). `mapping` is not configurable here: real
+   * engines' blocks are mapped by their token ids.
+   */
+  kvEvents?: Omit<KvEventIndexOptions, 'mapping'>;
 }
 
 /** The router's token-level admission in configuration. */
@@ -361,14 +394,14 @@ export const ROUTING_DEFAULTS = {
     idleTtlMs: KV_GATE_DEFAULTS.idleTtlMs,
     maxWaitMs: KV_GATE_DEFAULTS.maxWaitMs,
   },
-} as const satisfies Required<Omit<RoutingOptions, 'policyOptions'>>;
+} as const satisfies Required<Omit<RoutingOptions, 'policyOptions' | 'kvEvents'>>;
 
 /**
  * A router: the named policy, a prefix index bounded by each instance's KV capacity, token-level
  * admission (unless disabled), health checks and metrics.
  */
 export function createRouter(instances: readonly RegisteredInstance[], options: RoutingOptions = {}, metrics?: RouterMetrics): Router {
-  const { policy, policyOptions, blockSize, maxAttempts, admission, ...registryOptions } = { ...ROUTING_DEFAULTS, ...options };
+  const { policy, policyOptions, blockSize, maxAttempts, admission, kvEvents, ...registryOptions } = { ...ROUTING_DEFAULTS, ...options };
   const { enabled, ...gate } = { ...ROUTING_DEFAULTS.admission, ...admission };
   const index = new PrefixIndex(blockSize);
   for (const i of instances) if (i.kvCapacityTokens !== undefined) index.setCapacity(i.name, i.kvCapacityTokens);
@@ -377,6 +410,13 @@ export function createRouter(instances: readonly RegisteredInstance[], options: 
     new InstanceRegistry(instances, registryOptions),
     policy === 'home' ? new HomePolicy() : createPolicy(policy, (policyOptions ?? {}) as PolicyOptionsByName[PolicyName]),
     index,
-    { blockSize, maxAttempts, blockHashes: (chainId, ids, tail) => hasher.hashes(chainId, ids, tail), gate: enabled ? gate : undefined, metrics },
+    {
+      blockSize,
+      maxAttempts,
+      blockHashes: (chainId, ids, tail) => hasher.hashes(chainId, ids, tail),
+      gate: enabled ? gate : undefined,
+      metrics,
+      kvEvents: kvEvents && { ...kvEvents, mapping: 'tokens' },
+    },
   );
 }

@@ -4,6 +4,7 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { z } from 'zod';
 import { ROUTER_POLICY_NAMES, ROUTING_DEFAULTS } from '../scheduler/router.js';
+import { KV_EVENT_DEFAULTS } from '../scheduler/routing/kv-event-index.js';
 import { EPISODE_TIMEOUT_DEFAULTS } from '../workflows/episode-timeouts.js';
 import { BOUND_DEFAULTS, type BatchBounds } from '../workflows/batch-bounds.js';
 import { REPLICA_DEFAULTS } from '../gateway/replica/options.js';
@@ -495,6 +496,19 @@ export const ConfigSchema = z
             maxWaitMs: z.number().int().positive().default(ROUTING_DEFAULTS.admission.maxWaitMs),
           })
           .prefault({}),
+        /**
+         * Routing on the engines' own KV events where a subscriber feeds them (`Router.applyKvEvents`);
+         * absent: off, the estimated prefix index only.
+         */
+        kvEvents: z
+          .object({
+            /** A feed the router expects events from and that is silent this long answers from the estimate, ms. Default 10000. */
+            staleAfterMs: z.number().int().positive().default(KV_EVENT_DEFAULTS.staleAfterMs),
+            /** Batches kept past a sequence gap while it is replayed; beyond, the feed waits for a rebuild. Default 1024. */
+            maxBufferedBatches: z.number().int().positive().default(KV_EVENT_DEFAULTS.maxBufferedBatches),
+          })
+          .strict()
+          .optional(),
       })
       .prefault({}),
   })

@@ -161,3 +161,37 @@ export class IncrementalHasher {
 function at(span: TokenSpan, i: number): number {
   return i < span.head.length ? span.head[i]! : span.tail[i - span.head.length]!;
 }
+
+/**
+ * A block hash in progress, for callers that receive a block's tokens in pieces (engine KV events
+ * carry the engine's smaller blocks): `beginBlock`, then `feedBlock` per piece, then `endBlock`
+ * equals `hashBlock(parent, all the pieces' tokens, …)`. Two lanes, as `hashSpan` keeps them.
+ */
+export interface PartialBlockHash {
+  readonly h1: number;
+  readonly h2: number;
+}
+
+export function beginBlock(parent: BlockHash): PartialBlockHash {
+  return { h1: (parent >>> 0) ^ 0x9e3779b9, h2: Math.floor(parent / 4294967296) ^ 0x85ebca6b };
+}
+
+/** The hash in progress after `ids[start, end)` more tokens. */
+export function feedBlock(state: PartialBlockHash, ids: ArrayLike<number>, start: number, end: number): PartialBlockHash {
+  let { h1, h2 } = state;
+  for (let i = start; i < end; i++) {
+    const t = ids[i]!;
+    h1 = Math.imul(h1 ^ t, 0xcc9e2d51);
+    h1 = (h1 << 15) | (h1 >>> 17);
+    h2 = Math.imul(h2 ^ t, 0x1b873593);
+    h2 = (h2 << 13) | (h2 >>> 19);
+  }
+  return { h1, h2 };
+}
+
+export function endBlock(state: PartialBlockHash): BlockHash {
+  let { h1, h2 } = state;
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 0x85ebca6b) ^ Math.imul(h2 ^ (h2 >>> 13), 0xc2b2ae35);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 0x85ebca6b) ^ Math.imul(h1 ^ (h1 >>> 13), 0xc2b2ae35);
+  return 4294967296 * (h2 & 0x1fffff) + (h1 >>> 0);
+}

@@ -5,6 +5,7 @@
  * KV for its prompt and output when admitted (no preemption), admitted first come first served.
  */
 import { PrefixCache, type KvAllocation } from '../../engine-sim/prefix-cache.js';
+import type { KvEvent } from '../routing/kv-event-index.js';
 import type { TurnSpec } from './workload.js';
 import type { ModelPreset } from './presets.js';
 
@@ -57,6 +58,8 @@ export class SimInstance {
   private step: Step | null = null;
   private readonly budget: number;
   private readonly maxRunning: number;
+  /** The cache's stores and evictions since `takeKvEvents`, once `publishKvEvents` was called. */
+  private kvEvents: KvEvent[] | undefined;
 
   constructor(
     readonly index: number,
@@ -69,6 +72,31 @@ export class SimInstance {
     this.cache = new PrefixCache(Math.floor(kvCapacityTokens / blockSize), blockSize);
     this.budget = options.tokenBudget ?? 8192;
     this.maxRunning = options.maxRunning ?? 256;
+  }
+
+  /**
+   * From now on, the cache's stores and evictions are kept as KV events (in the form of
+   * routing/kv-event-index.ts; the blocks' hashes are the workload's, which the router uses too).
+   */
+  publishKvEvents(): void {
+    this.kvEvents = [];
+    this.cache.onBlockEvent = (kind, hash) => {
+      const events = this.kvEvents!;
+      const last = events[events.length - 1];
+      // Consecutive blocks of one kind go in one event, as an engine's step reports them.
+      if (kind === 'stored') {
+        if (last?.type === 'BlockStored') (last.blockHashes as number[]).push(hash);
+        else events.push({ type: 'BlockStored', blockHashes: [hash], parentBlockHash: null, tokenIds: [], blockSize: this.blockSize });
+      } else if (last?.type === 'BlockRemoved') (last.blockHashes as number[]).push(hash);
+      else events.push({ type: 'BlockRemoved', blockHashes: [hash] });
+    };
+  }
+
+  /** The KV events since the last call (empty unless `publishKvEvents` was called). */
+  takeKvEvents(): KvEvent[] {
+    const events = this.kvEvents ?? [];
+    if (this.kvEvents) this.kvEvents = [];
+    return events;
   }
 
   get busy(): boolean {

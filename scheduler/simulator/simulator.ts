@@ -5,9 +5,11 @@
  * caches, so the index's approximation is part of what is measured. Instance views carry the
  * engine metrics a real router can scrape (KV usage, queue length) plus the router's own counts.
  */
+import { createRng } from '../../engine-sim/prng.js';
 import { PrefixIndex } from '../routing/prefix-index.js';
 import { KvGate, type KvGateOptions } from '../routing/kv-gate.js';
-import type { InstanceView, RouteRequest, RoutingPolicy } from '../routing/types.js';
+import { EventsOrEstimate, KV_EVENT_DEFAULTS, KvEventIndex, type KvEventBatch } from '../routing/kv-event-index.js';
+import type { InstanceView, PrefixLookup, RouteRequest, RoutingPolicy } from '../routing/types.js';
 import { SimInstance, type EngineOptions, type SimRequest } from './engine.js';
 import { EventHeap } from './heap.js';
 import type { ModelPreset } from './presets.js';
@@ -27,6 +29,41 @@ export interface SimulationOptions {
    * Default none: every call is routed when released.
    */
   gate?: KvGateOptions;
+  /**
+   * The engines publish their caches' stores and evictions as KV events (one batch per engine
+   * step), delivered to the router's event index (routing/kv-event-index.ts) `delayS` later, each
+   * batch lost with probability `lossRate` (seeded by `seed`, default 1). With `replay`, a gap the
+   * index reports is replayed from the publisher (another `delayS`, never lost), as vLLM's replay
+   * socket allows. Policies look up the events where an instance's feed is live, the estimated
+   * index elsewhere (`staleAfterS`, default 10 s), with the prompts of calls in flight counted as
+   * held (`inFlight`, default true). Default none: the estimated index only.
+   */
+  kvEvents?: SimKvEventOptions;
+  /**
+   * Called on every routed call before the policy decides, with the lookup the policy reads and
+   * each instance's true cached prefix of the prompt, in blocks (for tests).
+   */
+  onRoute?: (request: RouteRequest, lookup: PrefixLookup, cachedBlocks: (instance: string) => number) => void;
+}
+
+export interface SimKvEventOptions {
+  delayS: number;
+  lossRate: number;
+  seed?: number;
+  replay?: boolean;
+  staleAfterS?: number;
+  /** Whether prompts in flight count as held on a live feed (`EventsOrEstimate`). Default true. */
+  inFlight?: boolean;
+}
+
+/** The event feed of a run with `kvEvents`. */
+export interface SimKvEventStats {
+  batches: number;
+  lost: number;
+  replayed: number;
+  /** Policy lookups answered from events / from the estimated index. */
+  lookupsFromEvents: number;
+  lookupsFromEstimate: number;
 }
 
 export interface SimulationResult {
@@ -59,13 +96,17 @@ export interface SimulationResult {
   heldCalls: number;
   /** Mean time from a call's release to its routing (the gate's wait), seconds. */
   meanRouterWait: number;
+  /** Set with `kvEvents`. */
+  kvEvents?: SimKvEventStats;
 }
 
 type SimEvent =
   | { kind: 'release'; episode: number; turn: number }
   | { kind: 'step'; instance: number; version: number }
   /** The gate's next deadline (a reservation lapses, a wait runs out), in the gate's ms. */
-  | { kind: 'wake'; at: number; atMs: number };
+  | { kind: 'wake'; at: number; atMs: number }
+  /** A KV event batch of an engine reaching the router. */
+  | { kind: 'kv'; instance: number; batch: KvEventBatch };
 
 /** A released turn, routed at once or held by the gate. */
 interface Released {
@@ -89,6 +130,22 @@ export function simulate(options: SimulationOptions): SimulationResult {
   }
   const index = new PrefixIndex(bs);
   for (const e of engines) index.setCapacity(e.name, capacity);
+  /** The router's clock, ms (the event index's staleness). */
+  let clockMs = 0;
+  const kv = options.kvEvents;
+  const kvIndex = kv ? new KvEventIndex(bs, { mapping: 'same-hashes', staleAfterMs: 1000 * (kv.staleAfterS ?? KV_EVENT_DEFAULTS.staleAfterMs / 1000) }) : undefined;
+  const lookup = kvIndex ? new EventsOrEstimate(kvIndex, index, () => clockMs, kv!.inFlight ?? true) : index;
+  const kvStats: SimKvEventStats = { batches: 0, lost: 0, replayed: 0, lookupsFromEvents: 0, lookupsFromEstimate: 0 };
+  const kvRng = createRng(kv?.seed ?? 1);
+  const kvSeq = new Array<number>(n).fill(0);
+  /** Per engine: its lost batches by sequence number, for replay. */
+  const kvLost = engines.map(() => new Map<number, KvEventBatch>());
+  if (kv) {
+    for (const e of engines) {
+      e.publishKvEvents();
+      kvIndex!.attach(e.name);
+    }
+  }
   const inFlightRequests = new Array<number>(n).fill(0);
   const inFlightTokens = new Array<number>(n).fill(0);
   /** chain → instance of its previous call (Mooncake sessions span several episodes). */
@@ -135,13 +192,47 @@ export function simulate(options: SimulationOptions): SimulationResult {
     if (end !== null) heap.push(end, { kind: 'step', instance: e.index, version: e.version });
   };
 
+  /** A batch reaches the router; a gap it reveals is replayed when `replay`. */
+  const deliver = (i: number, batch: KvEventBatch, now: number): void => {
+    const result = kvIndex!.apply(engines[i]!.name, batch, now * 1000);
+    if (!result.gap || !kv!.replay) return;
+    for (let seq = result.gap.from; seq <= result.gap.to; seq++) {
+      const lost = kvLost[i]!.get(seq);
+      if (!lost) continue;
+      kvLost[i]!.delete(seq);
+      kvStats.replayed++;
+      if (kv!.delayS > 0) heap.push(now + kv!.delayS, { kind: 'kv', instance: i, batch: lost });
+      else deliver(i, lost, now);
+    }
+  };
+
+  /** The engine's step changed its cache: its events go out as one batch. */
+  const publish = (e: SimInstance, now: number): void => {
+    const events = e.takeKvEvents();
+    if (events.length === 0) return;
+    const batch: KvEventBatch = { seq: kvSeq[e.index]!++, ts: now, events };
+    kvStats.batches++;
+    if (kv!.lossRate > 0 && kvRng() < kv!.lossRate) {
+      kvStats.lost++;
+      kvLost[e.index]!.set(batch.seq, batch);
+    } else if (kv!.delayS > 0) heap.push(now + kv!.delayS, { kind: 'kv', instance: e.index, batch });
+    else deliver(e.index, batch, now);
+  };
+
+  const advance = (e: SimInstance, now: number): ReturnType<SimInstance['advance']> => {
+    const stepped = e.advance(now);
+    if (kv) publish(e, now);
+    return stepped;
+  };
+
   const finish = (r: SimRequest, now: number): void => {
     const e = engines[r.instance]!;
     const req = routed.get(r.id)!;
     routed.delete(r.id);
     inFlightRequests[r.instance]!--;
     inFlightTokens[r.instance]! -= r.spec.promptTokens + r.spec.outputTokens;
-    index.insert(e.name, r.spec.seq.slice(0, r.spec.kvBlocks), req.chainId);
+    lookup.insert(e.name, r.spec.seq.slice(0, r.spec.kvBlocks), req.chainId);
+    if (lookup instanceof EventsOrEstimate) lookup.ended(e.name, req.chainId);
     policy.onFinished?.(req, e.name);
     gate?.ended(req, e.name, now * 1000, r.spec.promptTokens + r.spec.outputTokens);
     latencies.push(now - r.released);
@@ -162,7 +253,8 @@ export function simulate(options: SimulationOptions): SimulationResult {
   const dispatch = (request: RouteRequest, call: Released, candidates: InstanceView[], now: number): void => {
     const spec = workload.episodes[call.episode]!.turns[call.turn]!;
     const chainId = request.chainId;
-    const decision = policy.route(request, candidates, index);
+    options.onRoute?.(request, lookup, (name) => engines.find((e) => e.name === name)!.cache.matchPrefix(request.blocks as readonly number[]));
+    const decision = policy.route(request, candidates, lookup);
     const target = engines.findIndex((e) => e.name === decision.instance);
     if (target < 0 || !candidates.some((v) => v.name === decision.instance)) {
       throw new Error(`policy ${policy.name} chose ${decision.instance}, which it was not offered`);
@@ -175,7 +267,8 @@ export function simulate(options: SimulationOptions): SimulationResult {
       forfeited += Math.max(0, engines[prev]!.cachedBlocks(spec) - engines[target]!.cachedBlocks(spec)) * bs;
     }
     lastInstance.set(chainId, target);
-    index.insert(decision.instance, request.blocks, chainId);
+    lookup.insert(decision.instance, request.blocks, chainId);
+    if (lookup instanceof EventsOrEstimate) lookup.placed(decision.instance, request.blocks, chainId);
     inFlightRequests[target]!++;
     inFlightTokens[target]! += spec.promptTokens + spec.outputTokens;
     const r: SimRequest = {
@@ -197,12 +290,13 @@ export function simulate(options: SimulationOptions): SimulationResult {
     expectedCachedTokens += decision.expectedCachedTokens;
     const e = engines[target]!;
     e.enqueue(r);
-    if (!e.busy) schedule(e, e.advance(now).next);
+    if (!e.busy) schedule(e, advance(e, now).next);
     else schedule(e, e.interrupt(now));
   };
 
   for (let ev = heap.pop(); ev; ev = heap.pop()) {
     const now = ev.time;
+    clockMs = now * 1000;
     imbalanceArea += imbalance * (now - lastT);
     lastT = now;
     const item = ev.item;
@@ -228,10 +322,13 @@ export function simulate(options: SimulationOptions): SimulationResult {
       }
     } else if (item.kind === 'wake') {
       if (item.at === nextWake) nextWake = Infinity;
-        } else {
+    } else if (item.kind === 'kv') {
+      deliver(item.instance, item.batch, now);
+      continue;
+    } else {
       const e = engines[item.instance]!;
       if (item.version !== e.version) continue;
-      const { finished, next } = e.advance(now);
+      const { finished, next } = advance(e, now);
       for (const r of finished) finish(r, now);
       schedule(e, next);
       freed = finished.length > 0;
@@ -282,5 +379,6 @@ export function simulate(options: SimulationOptions): SimulationResult {
     forfeitedTokens: forfeited,
     heldCalls: held,
     meanRouterWait: nextId > 0 ? routerWait / nextId : 0,
+    ...(lookup instanceof EventsOrEstimate && { kvEvents: { ...kvStats, lookupsFromEvents: lookup.fromEvents, lookupsFromEstimate: lookup.fromEstimate } }),
   };
 }

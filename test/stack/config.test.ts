@@ -34,6 +34,12 @@ describe('configuration for many machines', () => {
     expect(apiToken(await loadConfig(undefined, { dataDir }, {}))).toBe(token);
   });
 
+  it('routes on engine KV events only when routing.kvEvents is set, with its defaults', async () => {
+    expect((await loadConfig(undefined, { dataDir: dir() }, {})).routing.kvEvents).toBeUndefined();
+    const on = await loadConfig(undefined, { dataDir: dir(), 'routing.kvEvents.staleAfterMs': 2000 }, {});
+    expect(on.routing.kvEvents).toEqual({ staleAfterMs: 2000, maxBufferedBatches: 1024 });
+  });
+
   it('picks the sandbox isolation by sandbox.provider: bubblewrap by default, gvisor, nothing else', async () => {
     expect((await loadConfig(undefined, { dataDir: dir() }, {})).sandbox.provider).toBe('bubblewrap');
     const gvisor = await loadConfig(undefined, { dataDir: dir(), 'sandbox.provider': 'gvisor' }, {});
