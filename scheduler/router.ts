@@ -5,6 +5,7 @@ import { KvGate, KV_GATE_DEFAULTS, type KvGateOptions } from './routing/kv-gate.
 import { createPolicy, POLICY_NAMES, type PolicyName, type PolicyOptionsByName } from './routing/policies/index.js';
 import { PrefixIndex } from './routing/prefix-index.js';
 import { EventsOrEstimate, KvEventIndex, type KvBatchResult, type KvEventBatch, type KvEventIndexOptions } from './routing/kv-event-index.js';
+import { VllmKvEventFeed } from './kv-events/vllm-feed.js';
 import type { RouterMetrics } from '../telemetry/metrics.js';
 import type { BlockHashes, InstanceView, PrefixLookup, RouteDecision, RouteRequest, RoutingPolicy } from './routing/types.js';
 
@@ -44,6 +45,12 @@ export interface RouterOptions {
    * fed). An index, or the options of a new one (of `blockSize`). Default none: `prefix` only.
    */
   kvEvents?: KvEventIndex | KvEventIndexOptions;
+}
+
+/** A subscription to one engine's KV events (kv-events/vllm-feed.ts), applying them to the router's index. */
+export interface KvEventFeed {
+  start(): void;
+  close(): Promise<void>;
 }
 
 /** A call `admit` holds until the gate lets it through. */
@@ -117,10 +124,13 @@ export class Router implements CallRouter {
   private readonly metrics: RouterMetrics | undefined;
   /** Wakes the gate at its next deadline while calls wait. */
   private timer: NodeJS.Timeout | undefined;
+  private started = false;
   /** What policies look up: `prefix`, or it behind the engines' events. */
   private readonly prefix: RouterPrefixIndex;
   /** Set with `kvEvents`. */
   readonly kvLookup: EventsOrEstimate | undefined;
+  /** Subscriptions to engines' KV events, started and closed with the router. */
+  private readonly kvFeeds: KvEventFeed[] = [];
 
   constructor(
     readonly registry: InstanceRegistry,
@@ -162,6 +172,13 @@ export class Router implements CallRouter {
     return this.kvLookup.events.apply(instance, batch, this.now());
   }
 
+  /** Starts `feed` with the router (now, if it has started) and closes it with the router. */
+  addKvEventFeed(feed: KvEventFeed): void {
+    if (!this.kvLookup) throw new Error('this router was made without kvEvents: it has no KV event index');
+    this.kvFeeds.push(feed);
+    if (this.started) feed.start();
+  }
+
   /** Calls `acquire` holds for want of KV memory. */
   get waiting(): number {
     return this.gate?.waiting ?? 0;
@@ -169,17 +186,20 @@ export class Router implements CallRouter {
 
   /** Starts the registry's health checks and metrics scrapes. */
   start(): void {
+    this.started = true;
     this.registry.start();
+    for (const feed of this.kvFeeds) feed.start();
   }
 
-  /** Stops the registry; calls still waiting get no instance. */
-  close(): Promise<void> {
+  /** Stops the registry and the KV event feeds; calls still waiting get no instance. */
+  async close(): Promise<void> {
     clearTimeout(this.timer);
     for (const held of [...(this.gate?.waitingCalls() ?? [])]) {
       this.gate!.cancel(held);
       held.payload.resolve(undefined);
     }
-    return this.registry.close();
+    await Promise.all(this.kvFeeds.map((feed) => feed.close()));
+    await this.registry.close();
   }
 
   /**
@@ -406,7 +426,8 @@ export function createRouter(instances: readonly RegisteredInstance[], options: 
   const index = new PrefixIndex(blockSize);
   for (const i of instances) if (i.kvCapacityTokens !== undefined) index.setCapacity(i.name, i.kvCapacityTokens);
   const hasher = new IncrementalHasher({ blockSize });
-  return new Router(
+  const publishing = instances.flatMap((i) => (i.kvEvents?.endpoint ? [{ name: i.name, source: { ...i.kvEvents, endpoint: i.kvEvents.endpoint } }] : []));
+  const router = new Router(
     new InstanceRegistry(instances, registryOptions),
     policy === 'home' ? new HomePolicy() : createPolicy(policy, (policyOptions ?? {}) as PolicyOptionsByName[PolicyName]),
     index,
@@ -416,7 +437,9 @@ export function createRouter(instances: readonly RegisteredInstance[], options: 
       blockHashes: (chainId, ids, tail) => hasher.hashes(chainId, ids, tail),
       gate: enabled ? gate : undefined,
       metrics,
-      kvEvents: kvEvents && { ...kvEvents, mapping: 'tokens' },
+      kvEvents: kvEvents || publishing.length > 0 ? { ...kvEvents, mapping: 'tokens' } : undefined,
     },
   );
+  for (const { name, source } of publishing) router.addKvEventFeed(new VllmKvEventFeed({ instance: name, source, apply: (batch) => router.applyKvEvents(name, batch) }));
+  return router;
 }

@@ -1,53 +1,47 @@
 /**
- * Subscribes to one vLLM engine's KV events (`--kv-events-config` with the `zmq` publisher) and
- * hands them, in sequence order, to a sink. Batches missed (a sequence jump after a dropped link,
- * the batches published before the first one received) are asked for again on the engine's
- * replay socket; what cannot be replayed is reported as `lost`, as is a sequence that goes back
- * (the engine restarted, with an empty cache).
+ * Subscribes to one engine's KV events (vLLM's `--kv-events-config` with the `zmq` publisher;
+ * SGLang's speaks the same format) and applies them to the router's event index
+ * (routing/kv-event-index.ts), which keeps the sequence: where it reports a gap (a dropped link,
+ * the batches published before the subscription), the missed batches are asked for again on the
+ * engine's replay socket. Until a gap is filled the index answers for that engine from the
+ * router's estimate.
  */
 import { Dealer, Subscriber } from 'zeromq';
-import type { EngineKvEventBatch } from './engine-events.js';
+import type { KvBatchResult, KvEventBatch } from '../routing/kv-event-index.js';
+import type { KvEventSource } from '../instances.js';
 import { decodeVllmMessage, KvWireError } from './vllm-wire.js';
 
-/** Receives one engine's events. */
-export interface KvEventSink {
-  /** The next batch, in sequence order, none skipped since the last `batch` or `lost`. */
-  batch(instance: string, batch: EngineKvEventBatch): void;
-  /** Events were lost or the engine restarted (`reason` says which): forget what is known of the engine; later batches rebuild it. */
-  lost(instance: string, reason: string): void;
-}
-
 export interface VllmKvEventFeedOptions {
-  /** The engine instance's name, as the router knows it. */
+  /** The engine instance's name, as the router knows it (log lines). */
   instance: string;
-  /** The publisher's address, e.g. `tcp://10.0.0.5:5557`. */
-  endpoint: string;
-  /** The publisher's replay address, e.g. `tcp://10.0.0.5:5558`. Default none: lost batches are not asked for again. */
-  replayEndpoint?: string;
-  /** Topic prefix to subscribe to. Default `''` (every topic). */
-  topic?: string;
-  /** How long one replay may take before the lost batches count as lost, ms. Default 2,000. */
+  /** Where it publishes: `endpoint` required. */
+  source: KvEventSource & { endpoint: string };
+  /** Applies one batch to the router's index (`Router.applyKvEvents` for this instance). */
+  apply: (batch: KvEventBatch) => KvBatchResult;
+  /** How long one replay may take before its batches count as missed, ms. Default 2,000. */
   replayTimeoutMs?: number;
-  sink: KvEventSink;
-  log: (line: string) => void;
+  /** Where trouble is told (malformed messages, failed replays). Default `console.warn`. */
+  log?: (line: string) => void;
 }
 
 /** Marks the end of a replay: vLLM sends sequence -1 with an empty payload. */
-const END_OF_REPLAY = -1;
+const END_OF_REPLAY = -1n;
 
 export class VllmKvEventFeed {
   private readonly subscriber = new Subscriber();
-  private lastSeq = -1;
+  private readonly log: (line: string) => void;
   private closed = false;
+  private seen = false;
   private loop: Promise<void> | undefined;
 
-  constructor(private readonly options: VllmKvEventFeedOptions) {}
+  constructor(private readonly options: VllmKvEventFeedOptions) {
+    this.log = options.log ?? ((line) => console.warn(line));
+  }
 
-  /** Connects and starts delivering batches (ZMQ reconnects by itself; the batches missed meanwhile are replayed). */
+  /** Connects (ZMQ reconnects by itself) and starts applying batches. */
   start(): void {
-    const { endpoint, topic = '' } = this.options;
-    this.subscriber.connect(endpoint);
-    this.subscriber.subscribe(topic);
+    this.subscriber.connect(this.options.source.endpoint);
+    this.subscriber.subscribe(this.options.source.topic ?? '');
     this.loop = this.receive();
   }
 
@@ -59,69 +53,52 @@ export class VllmKvEventFeed {
   }
 
   private async receive(): Promise<void> {
-    const { instance, sink, log } = this.options;
+    const { instance } = this.options;
     try {
       for await (const frames of this.subscriber) {
-        let batch: EngineKvEventBatch;
+        let batch: KvEventBatch;
         try {
           batch = decodeVllmMessage(frames);
         } catch (error) {
           if (!(error instanceof KvWireError)) throw error;
-          sink.lost(instance, error.message);
+          this.log(`kv events of ${instance}: ${error.message}`);
           continue;
         }
-        if (batch.seq <= this.lastSeq) {
-          // One publisher's sequence only grows: the engine started again.
-          sink.lost(instance, `the engine's KV event sequence went back from ${this.lastSeq} to ${batch.seq} (restarted)`);
-          this.lastSeq = -1;
-        }
-        if (batch.seq > this.lastSeq + 1) await this.catchUp(batch.seq);
-        sink.batch(instance, batch);
-        this.lastSeq = batch.seq;
+        // The index trusts a feed whose first batch is the publisher's first: fetch the ones before it.
+        if (!this.seen && batch.seq > 0) await this.replay(0, batch.seq - 1);
+        this.seen = true;
+        const result = this.options.apply(batch);
+        if (result.gap) await this.replay(result.gap.from, result.gap.to);
       }
     } catch (error) {
-      if (!this.closed) log(`kv events of ${instance}: receiving stopped: ${(error as Error).message}`);
+      if (!this.closed) this.log(`kv events of ${instance}: receiving stopped: ${(error as Error).message}`);
     }
   }
 
-  /** Delivers batches `lastSeq + 1 .. before - 1` from the replay socket, or reports them lost. */
-  private async catchUp(before: number): Promise<void> {
-    const { instance, sink } = this.options;
-    const from = this.lastSeq + 1;
-    const missing = `KV event batches ${from}..${before - 1}`;
-    if (!this.options.replayEndpoint) {
-      sink.lost(instance, `${missing} missed (no replay endpoint)`);
+  /** Applies batches `from..to` from the engine's replay socket (vLLM keeps its last `buffer_steps`). */
+  private async replay(from: number, to: number): Promise<void> {
+    const { instance, source } = this.options;
+    if (!source.replayEndpoint) {
+      this.log(`kv events of ${instance}: batches ${from}..${to} missed and no replay endpoint: the router estimates this engine's cache`);
       return;
     }
-    try {
-      for (const batch of await this.replay(from)) {
-        if (batch.seq >= before) break;
-        if (batch.seq !== this.lastSeq + 1) throw new KvWireError(`the replay skipped from ${this.lastSeq} to ${batch.seq}`);
-        sink.batch(instance, batch);
-        this.lastSeq = batch.seq;
-      }
-      if (this.lastSeq < before - 1) sink.lost(instance, `${missing} missed: the engine replayed up to ${this.lastSeq}`);
-    } catch (error) {
-      sink.lost(instance, `${missing} missed: replay failed: ${(error as Error).message}`);
-    }
-  }
-
-  /** The batches the engine still holds from `from` on (vLLM keeps the last `buffer_steps`). */
-  private async replay(from: number): Promise<EngineKvEventBatch[]> {
     const dealer = new Dealer({ receiveTimeout: this.options.replayTimeoutMs ?? 2_000, linger: 0 });
     try {
-      dealer.connect(this.options.replayEndpoint!);
+      dealer.connect(source.replayEndpoint);
       const start = Buffer.alloc(8);
       start.writeBigInt64BE(BigInt(from));
       // The empty frame stands for the REQ envelope vLLM's ROUTER expects.
       await dealer.send([Buffer.alloc(0), start]);
-      const batches: EngineKvEventBatch[] = [];
       for (;;) {
         // [envelope, topic, seq, payload]; the end is marked by sequence -1 and an empty payload.
         const [, topic, seq, payload] = await dealer.receive();
-        if (!topic || !seq || !payload || seq.byteLength !== 8 || seq.readBigInt64BE(0) === BigInt(END_OF_REPLAY)) return batches;
-        batches.push(decodeVllmMessage([topic, seq, payload]));
+        if (!topic || !seq || !payload || seq.byteLength !== 8 || seq.readBigInt64BE(0) === END_OF_REPLAY) return;
+        const batch = decodeVllmMessage([topic, seq, payload]);
+        if (batch.seq > to) return;
+        this.options.apply(batch);
       }
+    } catch (error) {
+      this.log(`kv events of ${instance}: replay of batches ${from}..${to} failed (${(error as Error).message}): the router estimates this engine's cache until its events are whole again`);
     } finally {
       dealer.close();
     }

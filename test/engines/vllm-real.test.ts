@@ -6,6 +6,9 @@ import { readSseData } from '../../gateway/backends/sse.js';
 import { SAMPLING_DEFAULTS } from '../../gateway/sampling-schema.js';
 import { readEngineMetrics } from '../../scheduler/metrics-scraper.js';
 import { createRouter, type Router } from '../../scheduler/router.js';
+import { discoverKvEventSource } from '../../scheduler/kv-events/discovery.js';
+import { blockHashes } from '../../scheduler/routing/block-hash.js';
+import { freePort } from '../../stack/ports.js';
 import type { Store, StoredTurn } from '../../trajectory/index.js';
 import { openTestSession, sessionInfo, startTestGateway, tempStore, TEST_ADMIN_TOKEN } from '../helpers/gateway.js';
 import { buildTinyQwen3, recomputeLogprobs, startRealVllm, type RealVllm } from '../helpers/real-vllm.js';
@@ -16,7 +19,9 @@ import { startRecordingProxy, type RecordedCompletion } from '../helpers/recordi
  * random-weight Qwen3 built here: one engine for the whole file, as it takes minutes to start.
  * The engine reports processed log-probs, so at T != 1 they are log_softmax(logits / T), what a
  * trainer recomputes. Two instances name the same engine: `recorded` behind a recording proxy (it
- * answers once the engine is done) and `direct`, whose streams a client disconnect reaches.
+ * answers once the engine is done) and `direct`, whose streams a client disconnect reaches. The
+ * engine publishes its KV-cache events; the router subscribes for `direct` at the address the
+ * engine reports (`GET /kv_event_sources`).
  */
 
 /** The engine runs with processed log-probs; sessions say so, and it is recorded per turn. */
@@ -40,12 +45,12 @@ let url: string;
 
 beforeAll(async () => {
   modelDir = await buildTinyQwen3();
-  vllm = await startRealVllm({ modelDir, processedLogprobs: true });
+  vllm = await startRealVllm({ modelDir, processedLogprobs: true, kvEvents: { port: await freePort(), replayPort: await freePort() } });
   proxy = await startRecordingProxy(vllm.url);
   store = tempStore('vllm-real-');
   const engines = [
     { name: RECORDED, kind: 'vllm' as const, url: proxy.url },
-    { name: DIRECT, kind: 'vllm' as const, url: vllm.url },
+    { name: DIRECT, kind: 'vllm' as const, url: vllm.url, kvEvents: await discoverKvEventSource(vllm.url, 5_000) },
   ];
   router = createRouter(engines, { policy: 'home', metricsIntervalMs: 100, healthIntervalMs: 1_000 });
   ({ gateway, url } = await startTestGateway(store, engines, router));
@@ -149,6 +154,32 @@ async function oneTurn(sessionId: string, instance: string, temperature: number,
 }
 
 describe('the gateway over a real vLLM', { timeout: TEST_MS }, () => {
+  it("knows from vLLM's own KV events which prefix it holds: the router's count is what vLLM then reports cached", async () => {
+    const events = router.kvLookup!.events;
+    const sessionId = 's-kv-events';
+    const key = await openTestSession(url, sessionId, sessionInfo({ homeInstance: DIRECT, sampling: { ...SAMPLING, maxTokens: 24 } }));
+    const history: object[] = [{ role: 'user', content: `Read this log:\n${Array.from({ length: 60 }, (_, i) => `line ${i}: widget ${i * 7} ok`).join('\n')}` }];
+    const first = await chat(key, { messages: history });
+    expect(first.status).toBe(200);
+    history.push((await first.json()).choices[0].message, { role: 'user', content: 'And the next widget?' });
+    const [turn1] = await store.loadTurns(sessionId);
+    const sequence = sequenceOf(turn1!);
+    // vLLM stores the full blocks of what it computed: the prompt and every sampled token but the last.
+    const blockSize = Number(/vllm:cache_config_info\{[^}]*block_size="(\d+)"/.exec((await engineMetrics()).samples)![1]);
+    const stored = Math.floor((sequence.length - 1) / blockSize) * blockSize;
+    expect(stored).toBeGreaterThanOrEqual(2 * blockSize);
+    const hashes = blockHashes(sequence, 64);
+    await vi.waitFor(() => expect(events.matchedBlocks(DIRECT, hashes) * 64).toBe(stored), { timeout: 10_000, interval: 100 });
+    expect(events.isLive(DIRECT, Date.now())).toBe(true);
+    expect(events.stats(DIRECT)).toMatchObject({ synced: true, buffered: 0 });
+
+    const second = await chat(key, { messages: history });
+    expect(second.status).toBe(200);
+    const turn2 = (await store.loadTurns(sessionId))[1]!;
+    // The second prompt extends the first turn's sequence: vLLM serves the blocks the router counted.
+    expect(turn2.cachedTokens).toBe(stored);
+  });
+
   it('stores the token ids and log-probs vLLM streamed, bit for bit, sampled with our parameters and not the model folder top_k', async () => {
     const before = proxy!.recorded.length;
     const turn = await oneTurn('s-exact', RECORDED, 1, 96, 'Tell me about the widget.');
