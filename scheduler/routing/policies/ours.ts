@@ -23,8 +23,8 @@ export interface OursOptions {
    */
   reservedWeight?: number;
   /**
-   * The idle-engine move: a chain staying where its prefix is goes instead to an engine offered
-   * idle (nothing in flight, nothing reserved) when the other chains' load where it is (tokens in
+   * The idle-engine move, behind the router's admission only: a chain staying where its prefix is
+   * goes instead to an engine offered idle (nothing in flight, nothing reserved) when the other chains' load where it is (tokens in
    * flight + reserved there) is at least this many times its cached prefix there. Such an engine
    * appears in a closed batch's tail, when the long episodes still running share engines while
    * others have emptied; recomputing the prefix there costs compute nobody else wanted, and every
@@ -32,7 +32,9 @@ export interface OursOptions {
    * batches behind the router's admission (with `idleMoveMinCalls` 20), output tokens/s against
    * the policy without the move, chosen on seeds 1–6 and checked on seeds 7–18: +0.9% (se 0.4%) at
    * preset KV, +1.7% (se 0.7%) at ample, +0.1% at 300k, −0.3% (se 0.2%) at scarce (1 and 3: within
-   * 1% of 2); the Mooncake trace unchanged (its sessions make few calls).
+   * 1% of 2); the Mooncake trace unchanged (its sessions make few calls). Without admission an
+   * engine with nothing in flight may only be waiting for its chains' tool calls: there the move
+   * measured −2% at scarce KV (seeds 1–3), so it is not made.
    */
   idleMoveLoadRatio?: number;
   /**
@@ -90,7 +92,8 @@ export class OursPolicy implements RoutingPolicy {
     if (holder >= 0 && matched[holder]! >= this.minReuse * request.promptTokens) {
       const v = instances[holder]!;
       if (calls >= this.idleMoveMinCalls && v.inFlightTokens + (v.kvReservedTokens ?? 0) >= this.idleMoveLoadRatio * matched[holder]!) {
-        const idle = instances.findIndex((u) => u.inFlightRequests === 0 && (u.kvReservedTokens ?? 0) === 0 && u.kvCapacityTokens >= need);
+        // Without the router's admission nothing tells an idle engine from one whose chains are on tool calls.
+        const idle = instances.findIndex((u) => u.inFlightRequests === 0 && u.kvReservedTokens === 0 && u.kvCapacityTokens >= need);
         if (idle >= 0) return this.decision(instances, idle, matched);
       }
       // An instance the router's admission offers has room for the chain already.

@@ -200,6 +200,9 @@ describe('ours', () => {
       expect(route(createPolicy('ours'), [vs[0]!, vs[2]!], 21)[20]).toBe('a');
       expect(route(createPolicy('ours', { idleMoveLoadRatio: 1.5 }), light, 21)[20]).toBe('b');
       expect(route(createPolicy('ours', { idleMoveMinCalls: 5 }), vs, 6)[5]).toBe('b');
+      // Without admission (no reservations known) an engine with nothing in flight may be waiting for tool calls.
+      const ungated = vs.map(({ kvReservedTokens: _, ...v }) => v);
+      expect(route(createPolicy('ours'), ungated, 21)[20]).toBe('a');
     });
 
     it('counts calls afresh once the chain closes', () => {
