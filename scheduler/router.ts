@@ -412,6 +412,7 @@ export const ROUTING_DEFAULTS = {
     fillFraction: KV_GATE_DEFAULTS.fillFraction,
     arrivalHeadroom: KV_GATE_DEFAULTS.arrivalHeadroom,
     idleTtlMs: KV_GATE_DEFAULTS.idleTtlMs,
+    returnQuantile: KV_GATE_DEFAULTS.returnQuantile,
     maxWaitMs: KV_GATE_DEFAULTS.maxWaitMs,
   },
 } as const satisfies Required<Omit<RoutingOptions, 'policyOptions' | 'kvEvents'>>;

@@ -100,6 +100,39 @@ describe('KV gate', () => {
     expect(gate.admittedChains('a')).toBe(1);
   });
 
+  /** Ends a call of each of 32 chains at 0 and brings chain i back after (i + 1)·10 ms: gaps of 10–320 ms. */
+  const seeGaps = (gate: KvGate): void => {
+    for (let i = 0; i < 32; i++) {
+      gate.placed(call(`g${i}`, 10, 10), 'z', 0);
+      gate.ended(call(`g${i}`, 10, 10), 'z', 0, 20);
+    }
+    for (let i = 0; i < 32; i++) gate.admissible(call(`g${i}`, 10, 10), [view('z')], (i + 1) * 10);
+  };
+
+  it('keeps an idle reservation for the returnQuantile of the tool gaps seen, at most idleTtlMs', () => {
+    const gate = new KvGate({ idleTtlMs: 1_000, arrivalHeadroom: 0 });
+    expect(gate.idleTtl).toBe(1_000);
+    seeGaps(gate);
+    // The 0.6 quantile of 10, 20, …, 320 ms.
+    expect(gate.idleTtl).toBe(200);
+    const a = view('a');
+    gate.placed(call('busy', 700), 'a', 1_000);
+    gate.placed(call('idle', 100), 'a', 1_000);
+    gate.ended(call('idle', 100), 'a', 1_000, 200);
+    expect(gate.admissible(call('new', 50, 50), [a], 1_199)).toEqual([]);
+    expect(names(gate.admissible(call('new', 50, 50), [a], 1_200))).toEqual(['a']);
+    // The cap: gaps above idleTtlMs keep it.
+    const capped = new KvGate({ idleTtlMs: 100 });
+    seeGaps(capped);
+    expect(capped.idleTtl).toBe(100);
+  });
+
+  it('keeps idle reservations for idleTtlMs whatever the gaps when returnQuantile is 1', () => {
+    const gate = new KvGate({ idleTtlMs: 1_000, returnQuantile: 1 });
+    seeGaps(gate);
+    expect(gate.idleTtl).toBe(1_000);
+  });
+
   it("frees a closed session's idle reservations at once, not those of other sessions or a call in flight", () => {
     const gate = new KvGate({ idleTtlMs: 60_000 });
     gate.placed(call('s1/0', 300), 'a', 0);

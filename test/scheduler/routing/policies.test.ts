@@ -174,4 +174,42 @@ describe('ours', () => {
     expect(p.route(request(100), vs, none).instance).toBe('b');
     expect(createPolicy('ours', { reservedWeight: 0 }).route(request(100), vs, none).instance).toBe('a');
   });
+
+  describe('the idle-engine move (idleMoveLoadRatio 2, idleMoveMinCalls 20)', () => {
+    const held = holding({ a: 100 });
+    // a holds the chain's 6,400 prefix tokens under 10k in flight + 5k reserved by others (≥ 2 × 6,400);
+    // b is idle; c has nothing in flight but a chain's reservation (one on a tool call).
+    const vs = [view('a', { inFlightRequests: 3, inFlightTokens: 10_000, kvReservedTokens: 5_000 }), view('b', { kvReservedTokens: 0 }), view('c', { kvReservedTokens: 1_000 })];
+    /** The instances of the chain's first `n` calls. */
+    const route = (p: ReturnType<typeof createPolicy>, views: InstanceView[], n: number, chainId = 'c') =>
+      Array.from({ length: n }, () => p.route(request(100, { chainId }), views, held).instance);
+
+    it('moves a chain that has made 20 calls off a crowded prefix holder to an idle engine', () => {
+      const p = createPolicy('ours');
+      const placed = route(p, vs, 21);
+      expect(placed.slice(0, 20)).toEqual(Array(20).fill('a'));
+      expect(placed[20]).toBe('b');
+      // Other chains keep their own count.
+      expect(p.route(request(100, { chainId: 'other' }), vs, held).instance).toBe('a');
+    });
+
+    it('stays when the others load the holder less than twice its prefix, or no engine is idle', () => {
+      const light = [view('a', { inFlightRequests: 2, inFlightTokens: 8_000, kvReservedTokens: 4_000 }), ...vs.slice(1)];
+      expect(route(createPolicy('ours'), light, 21)[20]).toBe('a');
+      // c has nothing in flight, but a chain on its tool call will be back there: not idle.
+      expect(route(createPolicy('ours'), [vs[0]!, vs[2]!], 21)[20]).toBe('a');
+      expect(route(createPolicy('ours', { idleMoveLoadRatio: 1.5 }), light, 21)[20]).toBe('b');
+      expect(route(createPolicy('ours', { idleMoveMinCalls: 5 }), vs, 6)[5]).toBe('b');
+      // Without admission (no reservations known) an engine with nothing in flight may be waiting for tool calls.
+      const ungated = vs.map(({ kvReservedTokens: _, ...v }) => v);
+      expect(route(createPolicy('ours'), ungated, 21)[20]).toBe('a');
+    });
+
+    it('counts calls afresh once the chain closes', () => {
+      const p = createPolicy('ours');
+      route(p, vs, 20);
+      p.onChainsClosed!((chainId) => chainId === 'c');
+      expect(p.route(request(100), vs, held).instance).toBe('a');
+    });
+  });
 });
