@@ -1,5 +1,4 @@
-import type { InstanceView, PrefixLookup, RouteDecision, RouteRequest, RoutingPolicy } from '../types.js';
-import { argmin, decide, matchedTokens } from './util.js';
+import { SglangCacheAwarePolicy } from './sglang-cache-aware.js';
 
 /**
  * Thresholds of `cache_aware` as prime-rl runs it: prime-rl launches the router of its fork
@@ -29,31 +28,14 @@ export interface PrimeRlCacheAwareOptions {
  * - otherwise to the least loaded worker (this fork's low-match branch: upstream SGLang's goes to
  *   the smallest tree).
  *
- * Ties go to the earliest instance (Rust's `min_by_key`). The router's approximate radix tree over
- * request text, fed by its own decisions, is our prefix index over token blocks.
+ * The rule is SGLang's cache-aware one (sglang-cache-aware.ts: the fork keeps it) with these
+ * thresholds. Ties go to the earliest instance (Rust's `min_by_key`). The router's approximate
+ * radix tree over request text, fed by its own decisions, is our prefix index over token blocks.
  */
-export class PrimeRlCacheAwarePolicy implements RoutingPolicy {
-  readonly name = 'prime-rl-cache-aware';
-  private readonly cache: number;
-  private readonly abs: number;
-  private readonly rel: number;
+export class PrimeRlCacheAwarePolicy extends SglangCacheAwarePolicy {
+  override readonly name = 'prime-rl-cache-aware';
 
   constructor(options: PrimeRlCacheAwareOptions = {}) {
-    this.cache = options.cacheThreshold ?? 0.3;
-    this.abs = options.balanceAbsThreshold ?? 64;
-    this.rel = options.balanceRelThreshold ?? 1.5;
-  }
-
-  route(request: RouteRequest, instances: readonly InstanceView[], prefix: PrefixLookup): RouteDecision {
-    const loads = instances.map((v) => v.inFlightRequests);
-    const max = Math.max(...loads);
-    const min = Math.min(...loads);
-    const leastLoaded = instances[argmin(instances, (v) => v.inFlightRequests)]!.name;
-    if (max - min > this.abs && max > this.rel * min) return decide(request, leastLoaded, prefix);
-    const matched = matchedTokens(request, instances, prefix);
-    let best = 0;
-    for (let i = 1; i < instances.length; i++) if (matched[i]! > matched[best]!) best = i;
-    const rate = request.promptTokens > 0 ? matched[best]! / request.promptTokens : 0;
-    return decide(request, rate > this.cache ? instances[best]!.name : leastLoaded, prefix);
+    super({ cacheThreshold: 0.3, balanceAbsThreshold: 64, balanceRelThreshold: 1.5, ...options });
   }
 }

@@ -23,7 +23,7 @@ export interface SglangCacheAwareOptions {
  * routing decisions only).
  */
 export class SglangCacheAwarePolicy implements RoutingPolicy {
-  readonly name = 'sglang-cache-aware';
+  readonly name: string = 'sglang-cache-aware';
   private readonly abs: number;
   private readonly rel: number;
   private readonly cache: number;
