@@ -36,7 +36,12 @@ for (const agent of AGENTS) {
       stack = await startStack(config);
       const batchId = `${agent.name}-${provider}-${Date.now()}`;
       const input = await buildBatchInput(config, { batchId, tasks: 'builtin', n: 1, agent: agent.name, taskIds: ['js-ini-parser-1', 'py-roman-numerals-1'] });
-      const manifest = await followBatch(await startBatch(stack.client, config, input), () => undefined);
+      // Printed as it changes: a run that hangs shows how far its episodes got.
+      let shown = '';
+      const manifest = await followBatch(await startBatch(stack.client, config, input), (p) => {
+        const line = `${batchId}: ${p.running} running, ${p.done} done (${p.ok} ok, ${p.infraErrors} infra errors), ${p.queued} queued`;
+        if (line !== shown) console.log((shown = line));
+      });
 
       expect(manifest.status).toBe('complete');
       expect(manifest.groups.map((g) => g.rewards)).toEqual([[1], [1]]);
