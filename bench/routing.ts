@@ -189,7 +189,7 @@ function routerCost(print: boolean): void {
       const home = `i${c % instances}`;
       index.insert(home, hasher.hashes(`c${c}`, previous), `c${c}`);
       const before = { chainId: `c${c}`, blocks: [], blockSize: hasher.blockSize, promptTokens: previous.length, expectedOutputTokens: 256 };
-      gate?.placed(before, home, 0);
+      gate?.placed(before, home);
       gate?.ended(before, home, 1, previous.length + 256);
       const t0 = performance.now();
       const blocks = hasher.hashes(`c${c}`, prompts[c]!);
@@ -197,7 +197,7 @@ function routerCost(print: boolean): void {
       const request = { chainId: `c${c}`, blocks, blockSize: hasher.blockSize, promptTokens, expectedOutputTokens: 256 };
       const offered = gate ? gate.admissible(request, views, 2) : views;
       const decision = policy.route(request, offered.length > 0 ? offered : views, index);
-      gate?.placed(request, decision.instance, 2);
+      gate?.placed(request, decision.instance);
       index.insert(decision.instance, blocks, `c${c}`);
       const t2 = performance.now();
       hashing += t1 - t0;

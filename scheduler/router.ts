@@ -284,7 +284,7 @@ export class Router implements CallRouter {
     }
     this.prefix.insert?.(decision.instance, request.blocks, request.chainId);
     this.kvLookup?.placed(decision.instance, request.blocks, request.chainId);
-    this.gate?.placed(request, decision.instance, this.now());
+    this.gate?.placed(request, decision.instance);
     const inFlight = this.registry.begin(decision.instance, request.promptTokens + request.expectedOutputTokens);
     this.metrics?.placed(decision.instance, request.promptTokens, decision.expectedCachedTokens, request.home !== undefined && request.home !== decision.instance);
     return { ...decision, request, inFlight };

@@ -172,7 +172,7 @@ export class KvGate<T = unknown> {
   }
 
   /** The call was sent to `instance`: its chain's reservation moves (or is taken) there. */
-  placed(request: RouteRequest, instance: string, now: number): void {
+  placed(request: RouteRequest, instance: string): void {
     const rank = this.rankOf(request.chainId);
     let r = this.reservations.get(request.chainId);
     if (!r) {

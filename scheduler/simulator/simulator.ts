@@ -259,7 +259,7 @@ export function simulate(options: SimulationOptions): SimulationResult {
     if (target < 0 || !candidates.some((v) => v.name === decision.instance)) {
       throw new Error(`policy ${policy.name} chose ${decision.instance}, which it was not offered`);
     }
-    gate?.placed(request, decision.instance, now * 1000);
+    gate?.placed(request, decision.instance);
     routerWait += now - call.released;
     const prev = lastInstance.get(chainId);
     if (prev !== undefined && prev !== target) {

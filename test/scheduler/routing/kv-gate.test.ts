@@ -29,8 +29,8 @@ describe('KV gate', () => {
     const gate = new KvGate({ arrivalHeadroom: 0 });
     const a = view('a');
     const b = view('b');
-    gate.placed(call('x', 500), 'a', 0); // 600 reserved on a
-    gate.placed(call('y', 100), 'b', 0); // 200 reserved on b
+    gate.placed(call('x', 500), 'a'); // 600 reserved on a
+    gate.placed(call('y', 100), 'b'); // 200 reserved on b
     expect(names(gate.admissible(call('z', 300), [a, b], 0))).toEqual(['a', 'b']);
     expect(names(gate.admissible(call('z', 400), [a, b], 0))).toEqual(['b']);
     expect(gate.admissible(call('z', 400), [a, b], 0)[0]!.kvReservedTokens).toBe(200);
@@ -40,11 +40,11 @@ describe('KV gate', () => {
   it('makes a chain new to an instance leave arrivalHeadroom free there; one already admitted there does not', () => {
     const gate = new KvGate({ arrivalHeadroom: 0.1 });
     const a = view('a');
-    gate.placed(call('x', 400), 'a', 0); // 500 reserved
+    gate.placed(call('x', 400), 'a'); // 500 reserved
     // 500 + 450 fits 1,000 but not with 100 of headroom.
     expect(gate.admissible(call('y', 350), [a], 0)).toEqual([]);
     expect(names(gate.admissible(call('y', 300), [a], 0))).toEqual(['a']);
-    gate.placed(call('y', 300), 'a', 0);
+    gate.placed(call('y', 300), 'a');
     gate.ended(call('y', 300), 'a', 1, 400);
     // y grew to 450: it stays, using the headroom.
     expect(names(gate.admissible(call('y', 350), [a], 2))).toEqual(['a']);
@@ -53,21 +53,21 @@ describe('KV gate', () => {
   it('lets a chain alone on an instance through, however large, and any call onto an engine with nothing in flight', () => {
     const gate = new KvGate();
     expect(names(gate.admissible(call('big', 5_000), [view('a')], 0))).toEqual(['a']);
-    gate.placed(call('x', 900), 'a', 0);
-    gate.placed(call('x2', 900), 'b', 0);
+    gate.placed(call('x', 900), 'a');
+    gate.placed(call('x2', 900), 'b');
     expect(names(gate.admissible(call('y', 500), [view('a'), view('b', 1_000, 0)], 1))).toEqual(['b']);
   });
 
   it('stops keeping idle chains their memory once more reservations lapse than are come back to', () => {
     const gate = new KvGate({ idleTtlMs: 100, arrivalHeadroom: 0 });
     const a = view('a');
-    gate.placed(call('once', 300), 'a', 0);
+    gate.placed(call('once', 300), 'a');
     gate.ended(call('once', 300), 'a', 1, 400);
     expect(gate.reservedTokens('a')).toBe(400);
     // It never comes back: its reservation lapses.
     expect(names(gate.admissible(call('other', 100), [a], 200))).toEqual(['a']);
     expect(gate.reservedTokens('a')).toBe(0);
-    gate.placed(call('next', 300), 'a', 200);
+    gate.placed(call('next', 300), 'a');
     gate.ended(call('next', 300), 'a', 201, 400);
     expect(gate.reservedTokens('a')).toBe(0);
   });
@@ -75,13 +75,13 @@ describe('KV gate', () => {
   it('keeps an older chain in place as contexts grow: the younger one no longer fits and must move or wait', () => {
     const gate = new KvGate();
     const a = view('a');
-    gate.placed(call('old', 300), 'a', 0);
-    gate.placed(call('young', 300), 'a', 0);
+    gate.placed(call('old', 300), 'a');
+    gate.placed(call('young', 300), 'a');
     gate.ended(call('old', 300), 'a', 1, 400);
     gate.ended(call('young', 300), 'a', 1, 400);
     // Both grew: 700 + 400 would not fit. The older one's next call still does (the younger ranks below it).
     expect(names(gate.admissible(call('old', 600), [a], 2))).toEqual(['a']);
-    gate.placed(call('old', 600), 'a', 2);
+    gate.placed(call('old', 600), 'a');
     expect(gate.admissible(call('young', 450), [a], 3)).toEqual([]);
     // Elsewhere it fits.
     expect(names(gate.admissible(call('young', 450), [a, view('b')], 3))).toEqual(['b']);
@@ -90,8 +90,8 @@ describe('KV gate', () => {
   it("frees an idle chain's reservation after idleTtlMs, never one with a call in flight", () => {
     const gate = new KvGate({ idleTtlMs: 100 });
     const a = view('a');
-    gate.placed(call('busy', 700), 'a', 0);
-    gate.placed(call('idle', 100), 'a', 0);
+    gate.placed(call('busy', 700), 'a');
+    gate.placed(call('idle', 100), 'a');
     gate.ended(call('idle', 100), 'a', 10, 200);
     expect(gate.reservedTokens('a')).toBe(1_000);
     expect(gate.admissible(call('new', 50, 50), [a], 109)).toEqual([]);
@@ -103,7 +103,7 @@ describe('KV gate', () => {
   /** Ends a call of each of 32 chains at 0 and brings chain i back after (i + 1)·10 ms: gaps of 10–320 ms. */
   const seeGaps = (gate: KvGate): void => {
     for (let i = 0; i < 32; i++) {
-      gate.placed(call(`g${i}`, 10, 10), 'z', 0);
+      gate.placed(call(`g${i}`, 10, 10), 'z');
       gate.ended(call(`g${i}`, 10, 10), 'z', 0, 20);
     }
     for (let i = 0; i < 32; i++) gate.admissible(call(`g${i}`, 10, 10), [view('z')], (i + 1) * 10);
@@ -116,8 +116,8 @@ describe('KV gate', () => {
     // The 0.6 quantile of 10, 20, …, 320 ms.
     expect(gate.idleTtl).toBe(200);
     const a = view('a');
-    gate.placed(call('busy', 700), 'a', 1_000);
-    gate.placed(call('idle', 100), 'a', 1_000);
+    gate.placed(call('busy', 700), 'a');
+    gate.placed(call('idle', 100), 'a');
     gate.ended(call('idle', 100), 'a', 1_000, 200);
     expect(gate.admissible(call('new', 50, 50), [a], 1_199)).toEqual([]);
     expect(names(gate.admissible(call('new', 50, 50), [a], 1_200))).toEqual(['a']);
@@ -135,10 +135,10 @@ describe('KV gate', () => {
 
   it("frees a closed session's idle reservations at once, not those of other sessions or a call in flight", () => {
     const gate = new KvGate({ idleTtlMs: 60_000 });
-    gate.placed(call('s1/0', 300), 'a', 0);
+    gate.placed(call('s1/0', 300), 'a');
     gate.ended(call('s1/0', 300), 'a', 10, 400);
-    gate.placed(call('s1/1', 100), 'a', 0);
-    gate.placed(call('s10/0', 200), 'a', 0);
+    gate.placed(call('s1/1', 100), 'a');
+    gate.placed(call('s10/0', 200), 'a');
     gate.ended(call('s10/0', 200), 'a', 10, 300);
     expect(gate.reservedTokens('a')).toBe(400 + 200 + 300);
     gate.forgetChains('s1/');
@@ -149,7 +149,7 @@ describe('KV gate', () => {
   it('releases held calls best rank first as room appears, and skips those that still do not fit', () => {
     const gate = new KvGate<string>({ arrivalHeadroom: 0 });
     const a = view('a');
-    gate.placed(call('running', 700), 'a', 0);
+    gate.placed(call('running', 700), 'a');
     // Ranks are given on first sight: first, second, third.
     expect(gate.admissible(call('first', 400), [a], 0)).toEqual([]);
     expect(names(gate.admissible(call('second', 100), [a], 0))).toEqual(['a']);
@@ -162,7 +162,7 @@ describe('KV gate', () => {
     const sent: string[] = [];
     const dispatch = (c: { payload: string; request: RouteRequest }, candidates: InstanceView[]) => {
       sent.push(c.payload);
-      gate.placed(c.request, candidates[0]!.name, 5);
+      gate.placed(c.request, candidates[0]!.name);
     };
     // 800 reserved: 'first' (500) does not fit, 'second' (200) does, then 'third' (150) does not.
     gate.pump(5, () => [a], dispatch);
@@ -176,7 +176,7 @@ describe('KV gate', () => {
   it('sends a call anyway once it waited maxWaitMs, on any instance offered', () => {
     const gate = new KvGate<number>({ maxWaitMs: 1_000 });
     const a = view('a');
-    gate.placed(call('running', 900), 'a', 0);
+    gate.placed(call('running', 900), 'a');
     gate.hold(call('late', 500), 100, 1);
     expect(gate.nextDeadline()).toBe(1_100);
     const sent: InstanceView[][] = [];
@@ -189,21 +189,21 @@ describe('KV gate', () => {
   it("a held chain gives up its idle reservation; a cancelled call is no longer handed out; a dead instance's reservations go", () => {
     const gate = new KvGate<number>();
     const a = view('a');
-    gate.placed(call('x', 300), 'a', 0);
+    gate.placed(call('x', 300), 'a');
     gate.ended(call('x', 300), 'a', 1, 400);
     const held = gate.hold(call('x', 900), 2, 1);
     expect(gate.reservedTokens('a')).toBe(0);
     expect(gate.cancel(held)).toBe(true);
     expect(gate.cancel(held)).toBe(false);
     gate.pump(3, () => [a], () => expect.unreachable());
-    gate.placed(call('y', 100), 'a', 4);
+    gate.placed(call('y', 100), 'a');
     gate.dropInstance('a');
     expect(gate.reservedTokens('a')).toBe(0);
   });
 
   it('a failed call (nothing cached) ends its chain reservation at once', () => {
     const gate = new KvGate();
-    gate.placed(call('x', 300), 'a', 0);
+    gate.placed(call('x', 300), 'a');
     gate.ended(call('x', 300), 'a', 1, 0);
     expect(gate.reservedTokens('a')).toBe(0);
   });
