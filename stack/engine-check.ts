@@ -35,11 +35,13 @@ export async function checkEngines(engines: readonly InstanceConfig[], modelName
             `engine ${engine.name} (${engine.url}) does not serve model.name ${JSON.stringify(modelName)}; it serves ${info.models.map((m) => JSON.stringify(m)).join(', ') || 'no model'}`,
           );
         const kvCapacityTokens = engine.kvCapacityTokens ?? info.kvCapacityTokens;
+        const { kvEvents, ...rest } = engine;
+        const events = kvEvents && !kvEvents.endpoint ? await askKvEvents(engine, log) : kvEvents;
         return {
-          ...engine,
+          ...rest,
           ...(kvCapacityTokens === undefined ? {} : { kvCapacityTokens }),
           ...(info.maxModelLen === undefined ? {} : { maxModelLen: info.maxModelLen }),
-          ...(engine.kvEvents && !engine.kvEvents.endpoint ? { kvEvents: await askKvEvents(engine, log) } : {}),
+          ...(events === undefined ? {} : { kvEvents: events }),
         };
       } catch (error) {
         if (!(error instanceof EngineUnreachableError)) throw error;

@@ -62,6 +62,23 @@ describe('engine sanity at start-up', () => {
     expect(engine).toEqual({ name: 'a', kind: 'vllm', url: scripted.url });
   });
 
+  it('asks an engine configured for KV events for its publisher, and routes on the estimate when it names none', async () => {
+    const logged: string[] = [];
+    const given = { endpoint: 'tcp://10.0.0.5:5557', topic: 'kv' };
+    const [asked, configured] = await checkEngines(
+      [
+        { name: 'a', kind: 'vllm', url: sim.url, kvEvents: {} },
+        { name: 'b', kind: 'vllm', url: sim.url, kvEvents: given },
+      ],
+      MODEL,
+      (line) => logged.push(line),
+    );
+    // engine-sim publishes no KV events (no /kv_event_sources): logged, and the events are left out.
+    expect(asked).not.toHaveProperty('kvEvents');
+    expect(logged).toEqual([expect.stringMatching(/^engine a: its KV events are not used \(.*kv_event_sources answered 404.*\); the router estimates its cache$/)]);
+    expect(configured!.kvEvents).toEqual(given);
+  });
+
   it('names the served models when the configured one is not among them', async () => {
     const check = checkEngines([{ name: 'a', kind: 'vllm', url: other.url }], MODEL, () => {});
     await expect(check).rejects.toThrow(EngineModelError);
