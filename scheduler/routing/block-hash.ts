@@ -30,27 +30,9 @@ export function hashBlock(parent: BlockHash, ids: ArrayLike<number>, start: numb
 
 /** `hashBlock` of positions `[start, end)` of `head` followed by `tail`. */
 function hashSpan(parent: BlockHash, head: ArrayLike<number>, tail: ArrayLike<number>, start: number, end: number): BlockHash {
-  let h1 = (parent >>> 0) ^ 0x9e3779b9;
-  let h2 = Math.floor(parent / 4294967296) ^ 0x85ebca6b;
   const split = Math.max(start, Math.min(end, head.length));
-  for (let i = start; i < split; i++) {
-    const t = head[i]!;
-    h1 = Math.imul(h1 ^ t, 0xcc9e2d51);
-    h1 = (h1 << 15) | (h1 >>> 17);
-    h2 = Math.imul(h2 ^ t, 0x1b873593);
-    h2 = (h2 << 13) | (h2 >>> 19);
-  }
-  const offset = head.length;
-  for (let i = split; i < end; i++) {
-    const t = tail[i - offset]!;
-    h1 = Math.imul(h1 ^ t, 0xcc9e2d51);
-    h1 = (h1 << 15) | (h1 >>> 17);
-    h2 = Math.imul(h2 ^ t, 0x1b873593);
-    h2 = (h2 << 13) | (h2 >>> 19);
-  }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 0x85ebca6b) ^ Math.imul(h2 ^ (h2 >>> 13), 0xc2b2ae35);
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 0x85ebca6b) ^ Math.imul(h1 ^ (h1 >>> 13), 0xc2b2ae35);
-  return 4294967296 * (h2 & 0x1fffff) + (h1 >>> 0);
+  const fed = feedBlock(beginBlock(parent), head, start, split);
+  return endBlock(split < end ? feedBlock(fed, tail, split - head.length, end - head.length) : fed);
 }
 
 /** Chained hashes of the full blocks of `ids` (a trailing partial block is not hashed). */
@@ -74,6 +56,23 @@ export function commonPrefix(a: BlockHashes, b: BlockHashes): number {
   while (lo < hi) {
     const mid = (lo + hi + 1) >>> 1;
     if (a[mid - 1] === b[mid - 1]) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/**
+ * Leading entries of `blocks` that `held` holds, given that they are chained hashes (holding one
+ * stands for holding every block before it): O(1) when it holds the last, else a binary search.
+ */
+export function heldPrefix(blocks: BlockHashes, held: { has(hash: BlockHash): boolean }): number {
+  if (blocks.length === 0) return 0;
+  if (held.has(blocks[blocks.length - 1]!)) return blocks.length;
+  let lo = 0;
+  let hi = blocks.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >>> 1;
+    if (held.has(blocks[mid - 1]!)) lo = mid;
     else hi = mid - 1;
   }
   return lo;

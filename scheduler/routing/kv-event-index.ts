@@ -37,7 +37,7 @@
  * is stale only when the router expects events — it placed a call there (`expect`) and no batch
  * came within `staleAfterMs`.
  */
-import { beginBlock, commonPrefix, endBlock, feedBlock, type PartialBlockHash } from './block-hash.js';
+import { beginBlock, commonPrefix, endBlock, feedBlock, heldPrefix, type PartialBlockHash } from './block-hash.js';
 import type { BlockHash, BlockHashes, PrefixLookup } from './types.js';
 
 /** An engine's own block hash (vLLM: an int or bytes, converted by the subscriber). */
@@ -254,16 +254,7 @@ export class KvEventIndex implements PrefixLookup {
   /** Leading blocks of `blocks` the engine holds, as its events tell (see the file's comment). */
   matchedBlocks(instance: string, blocks: BlockHashes): number {
     const held = this.feeds.get(instance)?.held;
-    if (!held || blocks.length === 0) return 0;
-    if (held.has(blocks[blocks.length - 1]!)) return blocks.length;
-    let lo = 0;
-    let hi = blocks.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >>> 1;
-      if (held.has(blocks[mid - 1]!)) lo = mid;
-      else hi = mid - 1;
-    }
-    return lo;
+    return held ? heldPrefix(blocks, held) : 0;
   }
 
   /** Forgets `instance`'s feed (resubscribing): it is not live until a complete state is rebuilt. */

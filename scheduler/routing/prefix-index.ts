@@ -10,7 +10,7 @@
  * all its blocks at once); a block shared by several chains (a task prompt) is counted once and
  * kept while any of them holds it.
  */
-import { commonPrefix } from './block-hash.js';
+import { commonPrefix, heldPrefix } from './block-hash.js';
 import type { BlockHash, BlockHashes, PrefixLookup } from './types.js';
 
 export interface PrefixIndexOptions {
@@ -88,16 +88,7 @@ export class PrefixIndex implements PrefixLookup {
    */
   matchedBlocks(instance: string, blocks: BlockHashes): number {
     const refs = this.caches.get(instance)?.refs;
-    if (!refs || blocks.length === 0) return 0;
-    if (refs.has(blocks[blocks.length - 1]!)) return blocks.length;
-    let lo = 0;
-    let hi = blocks.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >>> 1;
-      if (refs.has(blocks[mid - 1]!)) lo = mid;
-      else hi = mid - 1;
-    }
-    return lo;
+    return refs ? heldPrefix(blocks, refs) : 0;
   }
 
   /** Block insertions and removals so far (a block entering or leaving a chain's entry): the index's work. */
