@@ -390,7 +390,8 @@ export interface RoutingOptions extends Omit<RegistryOptions, 'now'> {
   admission?: AdmissionGateOptions;
   /**
    * Routing on the engines' own KV events where they publish them (`Router.applyKvEvents`),
-   * the estimated index elsewhere. Default none (off). `mapping` is not configurable here: real
+   * the estimated index elsewhere. Default: on, with the index's defaults, when an instance has
+   * `kvEvents` (its feed is subscribed to), else off. `mapping` is not configurable here: real
    * engines' blocks are mapped by their token ids.
    */
   kvEvents?: Omit<KvEventIndexOptions, 'mapping'>;
@@ -419,7 +420,8 @@ export const ROUTING_DEFAULTS = {
 
 /**
  * A router: the named policy, a prefix index bounded by each instance's KV capacity, token-level
- * admission (unless disabled), health checks and metrics.
+ * admission (unless disabled), health checks and metrics, and a subscription to the KV events of
+ * each instance that publishes them (`kvEvents.endpoint`), started and closed with the router.
  */
 export function createRouter(instances: readonly RegisteredInstance[], options: RoutingOptions = {}, metrics?: RouterMetrics): Router {
   const { policy, policyOptions, blockSize, maxAttempts, admission, kvEvents, ...registryOptions } = { ...ROUTING_DEFAULTS, ...options };

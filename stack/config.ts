@@ -499,8 +499,9 @@ export const ConfigSchema = z
           })
           .prefault({}),
         /**
-         * Routing on the engines' own KV events where a subscriber feeds them (`Router.applyKvEvents`);
-         * absent: off, the estimated prefix index only.
+         * How the router trusts the engines' own KV events; they are used for every engine with
+         * `engines[].kvEvents` (or for events fed with `Router.applyKvEvents` once this is set).
+         * Default: the values below whenever an engine publishes; absent and none publishing: off.
          */
         kvEvents: z
           .object({
