@@ -141,6 +141,8 @@ async function runOnce(deps: BlackBoxAgentDeps, input: RunAgentInput): Promise<R
     outageMs: deps.gatewayOutageMs,
   });
   const stopHeartbeat = startHeartbeat(deps.heartbeatIntervalMs ?? 5_000);
+  // Cancelled (the episode, or this worker shutting down): the agent is killed, not waited for.
+  const signal = asyncLocalStorage.getStore()?.cancellationSignal;
   try {
     for (const file of preset.configFiles(ctx))
       await writeConfigFile(deps.sandbox, input.sandboxId, file.path, file.content);
@@ -152,6 +154,7 @@ async function runOnce(deps: BlackBoxAgentDeps, input: RunAgentInput): Promise<R
         env: preset.env(ctx),
         timeoutMs: input.timeoutMs || preset.defaultTimeoutMs,
         maxOutputBytes: deps.maxLogBytes ?? 8 * 1024 * 1024,
+        signal,
       },
     );
     const logPath = path.join(

@@ -309,8 +309,13 @@ export class LocalSandboxProvider implements SandboxProvider {
     this.running.set(id, runs.add(run));
     // Registered and checked in one tick: a concurrent remove either sees this run or is seen.
     if (this.removing.has(id)) run.kill();
+    const { signal } = options;
+    const abort = () => run.kill();
+    if (signal?.aborted) abort();
+    else signal?.addEventListener('abort', abort, { once: true });
     try {
       const outcome = await run.done;
+      if (signal?.aborted) throw signal.reason;
       if (outcome.killed) throw new SandboxGoneError(id);
       const { exitCode, timedOut, stdout, stderr, truncated, durationMs } = outcome;
       return { exitCode, timedOut, stdout, stderr, truncated, durationMs };
@@ -321,6 +326,7 @@ export class LocalSandboxProvider implements SandboxProvider {
       }
       throw err;
     } finally {
+      signal?.removeEventListener('abort', abort);
       runs.delete(run);
       if (runs.size === 0 && this.running.get(id) === runs) this.running.delete(id);
     }

@@ -101,6 +101,11 @@ export interface ExecOptions {
   timeoutMs?: number;
   /** Keep at most this many bytes of stdout and of stderr each. Default 1 MiB. */
   maxOutputBytes?: number;
+  /**
+   * Kills the command (and its process tree) when aborted; `exec` then rejects with the signal's
+   * reason. For a caller that is itself cancelled, e.g. an activity at worker shutdown. Default none.
+   */
+  signal?: AbortSignal;
 }
 
 /** A command that fails or times out is a result, never an exception. */

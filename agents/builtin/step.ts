@@ -149,7 +149,7 @@ async function executeTool(deps: AgentStepDeps, input: AgentStepInput, name: str
   switch (name) {
     case 'shell': {
       if (typeof args.command !== 'string') return 'error: shell needs a string "command"';
-      const r = await deps.sandbox.exec(input.sandboxId, { shell: args.command }, { timeoutMs: input.commandTimeoutMs, maxOutputBytes: input.maxOutputBytes });
+      const r = await deps.sandbox.exec(input.sandboxId, { shell: args.command }, { timeoutMs: input.commandTimeoutMs, maxOutputBytes: input.maxOutputBytes, signal: input.signal });
       const status = r.timedOut ? `timed out after ${input.commandTimeoutMs} ms` : `exit code ${r.exitCode}`;
       return `${status}${r.truncated ? ' (output truncated)' : ''}\n${r.stdout}${r.stderr ? `\n[stderr]\n${r.stderr}` : ''}`;
     }

@@ -27,7 +27,10 @@ for (const agent of AGENTS) {
 
   // Under each isolation level: the same agent program, unmodified, under gVisor's kernel too.
   describe.skipIf(!installed).each(['bubblewrap', 'gvisor'] as const)(`a batch run by an unmodified agent program (${agent.title}) on Temporal (%s)`, (provider) => {
-    it('runs the agent in its sandbox through the gateway bridge and scores it with the hidden tests', { timeout: 240_000 }, async () => {
+    // Retried under gVisor: Codex there sometimes never reaps a finished child (a zombie `git` or
+    // `cat` it waits on for ever, seen in about 1 run of 7 with this runsc, 0~20221219); the hung
+    // attempt's agent is killed by the worker's shutdown, and the retry starts afresh.
+    it('runs the agent in its sandbox through the gateway bridge and scores it with the hidden tests', { timeout: 240_000, retry: agent.name === 'codex' && provider === 'gvisor' ? 2 : 0 }, async () => {
       await stack?.stop();
       await engines?.close();
       engines = await startTestEngines({ count: 1, wanderProbability: 0 });

@@ -158,6 +158,18 @@ describe('GVisorProvider', () => {
     await provider.destroy(s.id);
   });
 
+  it('kills a command whose caller aborts, and rejects with the abort reason', async () => {
+    const s = await sandbox();
+    const controller = new AbortController();
+    const running = provider.exec(s.id, { shell: 'sleep 300' }, { signal: controller.signal });
+    await until(async () => (await runscProcesses(s.id)).length > 0, running);
+    controller.abort(new Error('worker shutting down'));
+    await expect(running).rejects.toThrow('worker shutting down');
+    expect(await runscProcesses(s.id)).toEqual([]);
+    expect((await provider.exec(s.id, ['echo', 'alive'])).stdout).toBe('alive\n');
+    await provider.destroy(s.id);
+  });
+
   it('leaves nothing running when its worker dies mid-command; the next worker sweeps its runsc state', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', CRASH_CHILD, rootDir, stateDir, workspace], {
       stdio: ['ignore', 'pipe', 'inherit'],
