@@ -2,14 +2,25 @@
  * Routing benchmark (shared/specs/routing.md): every policy on the same workloads and seeds, one
  * run each, in the discrete-event simulator; one table per workload × capacity setting; then the
  * router's own cost (decisions per second for 32k-token prompts over 8 instances, and CPU per
- * call for 256 chains growing to 32k tokens).
+ * call for 256 chains growing to 32k tokens); last, the simulator checked against real engines
+ * (bench/routing/real-engine.ts: two vLLM CPU instances, a small agent batch through the gateway
+ * per policy, engine and simulator prefix hit rates and rankings side by side).
  *
  *   npm run bench:routing
  *
- * Environment: BENCH_TRACE overrides the Mooncake trace (default ../shared/traces/… relative to
- * the repository root); BENCH_TASKS (default 64) and BENCH_SAMPLES (default 8) size the agent
- * batch; BENCH_SEEDS (default 1,2,3) its seeds; BENCH_ROUTER_ONLY=1 skips the simulations and
- * prints the router's cost only. Sizes are chosen to finish in under 10 minutes on 2 cores.
+ * Environment:
+ *   BENCH_TRACE         the Mooncake trace (default ../shared/traces/mooncake_fast25_synthetic_trace.jsonl
+ *                       relative to the repository root)
+ *   BENCH_TASKS         tasks of the simulated agent batch (default 64)
+ *   BENCH_SAMPLES       samples per task (default 8)
+ *   BENCH_SEEDS         its seeds (default 1,2,3)
+ *   BENCH_ROUTER_ONLY   1: skip the simulations, print the router's cost (and the real-engine check) only (default unset)
+ *   BENCH_REAL_ENGINE   0: skip the real-engine check; only: run nothing else (default: run it last;
+ *                       without vLLM installed it prints a line saying to run scripts/install-vllm.sh)
+ *   BENCH_REAL_TASKS    tasks of the real-engine agent batch (default 4)
+ *   BENCH_REAL_SAMPLES  its samples per task (default 4)
+ *   BENCH_REAL_SEED     its seed (default 1)
+ * Sizes are chosen to finish in under 10 minutes on 2 cores, plus about 5 for the real engines.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,11 +34,14 @@ import { createPolicy, POLICY_NAMES, type PolicyName } from '../scheduler/routin
 import type { InstanceView } from '../scheduler/routing/types.js';
 import { agentBatch, computeBounds, loadMooncake, PRESETS, simulate, type Bounds, type ModelPreset, type Workload } from '../scheduler/simulator/index.js';
 import type { SimKvEventOptions } from '../scheduler/simulator/simulator.js';
+import { runRealEngineComparison } from './routing/real-engine.js';
+import { table } from './routing/table.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const tracePath = process.env.BENCH_TRACE ?? path.resolve(root, '../shared/traces/mooncake_fast25_synthetic_trace.jsonl');
 const seeds = (process.env.BENCH_SEEDS ?? '1,2,3').split(',').map(Number);
 const routerOnly = process.env.BENCH_ROUTER_ONLY === '1';
+const realEngine = process.env.BENCH_REAL_ENGINE ?? '1';
 
 interface Scenario {
   workload: Workload;
@@ -36,12 +50,6 @@ interface Scenario {
   instances: number;
   /** Label → KV capacity per instance, scarce to ample. */
   capacities: [string, number][];
-}
-
-function table(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
-  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
 /** A policy run: the name printed, the policy, and whether the router's admission gates it. */
@@ -304,38 +312,42 @@ function runKvEventTables(workload: Workload, preset: ModelPreset, instances: nu
 }
 
 const wall = performance.now();
-const tasks = Number(process.env.BENCH_TASKS ?? 64);
-const samples = Number(process.env.BENCH_SAMPLES ?? 8);
-const preset = PRESETS['8b'];
-// Scarce to ample KV memory per instance, the same settings for every workload.
-const capacities: [string, number][] = [
-  ['scarce', preset.kvCapacityTokens / 2],
-  ['preset', preset.kvCapacityTokens],
-  ['ample', preset.kvCapacityTokens * 4],
-];
-if (!routerOnly) {
-  // 256-token blocks in the simulation keep the run within minutes (the router's default is 64).
-  // Every seed at scarce and preset capacity (the target's settings); ample memory on the first seed.
-  for (const seed of seeds) {
-    runScenario(
-      { workload: agentBatch({ seed, tasks, samplesPerTask: samples, blockSize: 256 }), seed, preset, instances: 8, capacities: seed === seeds[0] ? capacities : capacities.slice(0, 2) },
-      true,
-    );
+if (realEngine !== 'only') {
+  const tasks = Number(process.env.BENCH_TASKS ?? 64);
+  const samples = Number(process.env.BENCH_SAMPLES ?? 8);
+  const preset = PRESETS['8b'];
+  // Scarce to ample KV memory per instance, the same settings for every workload.
+  const capacities: [string, number][] = [
+    ['scarce', preset.kvCapacityTokens / 2],
+    ['preset', preset.kvCapacityTokens],
+    ['ample', preset.kvCapacityTokens * 4],
+  ];
+  if (!routerOnly) {
+    // 256-token blocks in the simulation keep the run within minutes (the router's default is 64).
+    // Every seed at scarce and preset capacity (the target's settings); ample memory on the first seed.
+    for (const seed of seeds) {
+      runScenario(
+        { workload: agentBatch({ seed, tasks, samplesPerTask: samples, blockSize: 256 }), seed, preset, instances: 8, capacities: seed === seeds[0] ? capacities : capacities.slice(0, 2) },
+        true,
+      );
+    }
+    printSummary(seeds, ['scarce', 'preset']);
+    runKvEventTables(agentBatch({ seed: seeds[0], tasks, samplesPerTask: samples, blockSize: 256 }), preset, 8, capacities.slice(0, 2));
+    if (existsSync(tracePath)) {
+      // The trace is light for 8 instances: replayed 4× faster on 4 instances so routing matters.
+      runScenario({ workload: loadMooncake(tracePath, { timeScale: 0.25 }), seed: 0, preset, instances: 4, capacities }, false);
+    } else {
+      console.log(`\n(no Mooncake trace at ${tracePath}; set BENCH_TRACE)`);
+    }
   }
-  printSummary(seeds, ['scarce', 'preset']);
-  runKvEventTables(agentBatch({ seed: seeds[0], tasks, samplesPerTask: samples, blockSize: 256 }), preset, 8, capacities.slice(0, 2));
-  if (existsSync(tracePath)) {
-    // The trace is light for 8 instances: replayed 4× faster on 4 instances so routing matters.
-    runScenario({ workload: loadMooncake(tracePath, { timeScale: 0.25 }), seed: 0, preset, instances: 4, capacities }, false);
-  } else {
-    console.log(`\n(no Mooncake trace at ${tracePath}; set BENCH_TRACE)`);
-  }
+  console.log('\n## Router cost');
+  // The first pass only warms the JIT up.
+  routerCost(false);
+  routerCost(true);
+  console.log('\nCPU per call, 256 chains × 16 turns to 32k tokens over 8 instances (place + finished):');
+  // Room for 32 chains of 32k tokens per instance (the policy packs some instances fuller: they evict).
+  routerCallCost(1_200_000);
 }
-console.log('\n## Router cost');
-// The first pass only warms the JIT up.
-routerCost(false);
-routerCost(true);
-console.log('\nCPU per call, 256 chains × 16 turns to 32k tokens over 8 instances (place + finished):');
-// Room for 32 chains of 32k tokens per instance (the policy packs some instances fuller: they evict).
-routerCallCost(1_200_000);
+// Last: it starts two vLLM servers, minutes of the run.
+if (realEngine !== '0') await runRealEngineComparison();
 console.log(`\nbenchmark wall time ${((performance.now() - wall) / 1000).toFixed(0)} s`);

@@ -146,7 +146,6 @@ export class SimInstance {
   advance(now: number): { finished: SimRequest[]; next: number | null } {
     const finished = this.step ? this.apply(this.step, now) : [];
     this.step = null;
-    this.admit();
     this.step = this.plan(now);
     this.version++;
     return { finished, next: this.step?.end ?? null };
@@ -161,9 +160,6 @@ export class SimInstance {
     for (const { req, tokens } of s.chunks) {
       req.prefillLeft -= tokens;
       if (req.prefillLeft > 0) continue;
-      // The prompt's blocks are computed: commit them so later requests can share them.
-      const alloc = req.alloc!;
-      for (let b = alloc.pinned.length; b < req.spec.promptBlocks; b++) this.cache.commit(alloc, req.spec.seq[b]!);
       req.generated = 1;
       if (req.generated >= req.spec.outputTokens) done.push(req);
     }
@@ -179,21 +175,34 @@ export class SimInstance {
     return done;
   }
 
-  private admit(): void {
-    while (this.waiting.length > 0 && this.running.length < this.maxRunning) {
-      const r = this.waiting[0]!;
-      const prompt = r.spec.seq.slice(0, usableBlocks(r.spec, this.blockSize));
-      const hits = this.cache.matchPrefix(prompt);
-      const alloc = this.cache.allocate(prompt, hits, this.totalBlocks(r.spec));
-      if (!alloc) return;
-      this.waiting.shift();
-      r.alloc = alloc;
-      r.cachedTokens = hits * this.blockSize;
-      r.prefillLeft = r.spec.promptTokens - r.cachedTokens;
-      this.running.push(r);
-    }
+  /** Admits the first waiting request if it fits (first come first served): whether it did. */
+  private admitNext(): boolean {
+    const r = this.waiting[0];
+    if (!r || this.running.length >= this.maxRunning) return false;
+    const prompt = r.spec.seq.slice(0, usableBlocks(r.spec, this.blockSize));
+    const hits = this.cache.matchPrefix(prompt);
+    const alloc = this.cache.allocate(prompt, hits, this.totalBlocks(r.spec));
+    if (!alloc) return false;
+    this.waiting.shift();
+    r.alloc = alloc;
+    r.cachedTokens = hits * this.blockSize;
+    r.prefillLeft = r.spec.promptTokens - r.cachedTokens;
+    this.running.push(r);
+    return true;
   }
 
+  /**
+   * Commits the prompt's full blocks that a chunk of `tokens` completes, when the chunk is
+   * scheduled: vLLM caches a block's hash as it allocates it for a step (before it is computed),
+   * so a request scheduled after it, in the same step or later, already hits it.
+   */
+  private scheduled(r: SimRequest, tokens: number): void {
+    const alloc = r.alloc!;
+    const full = Math.min(r.spec.promptBlocks, Math.floor((r.spec.promptTokens - r.prefillLeft + tokens) / this.blockSize));
+    for (let b = alloc.pinned.length; b < full; b++) this.cache.commit(alloc, r.spec.seq[b]!);
+  }
+
+  /** The next step: decodes, chunks of running prefills, then admissions, each seeing the blocks scheduled before it. */
   private plan(now: number): Step | null {
     const decoders: SimRequest[] = [];
     const chunks: { req: SimRequest; tokens: number }[] = [];
@@ -206,14 +215,18 @@ export class SimInstance {
     }
     let budget = this.budget - decoders.length;
     let prefill = 0;
-    for (const r of this.running) {
-      if (r.prefillLeft === 0 || budget <= 0) continue;
+    const chunk = (r: SimRequest): void => {
+      if (budget <= 0) return;
       const tokens = Math.min(budget, r.prefillLeft);
+      this.scheduled(r, tokens);
       chunks.push({ req: r, tokens });
       budget -= tokens;
       prefill += tokens;
       context += r.spec.promptTokens - r.prefillLeft + tokens;
-    }
+    };
+    for (const r of this.running) if (r.prefillLeft > 0) chunk(r);
+    // Admitted with or without budget left (a request admitted now holds its KV and waits for a chunk).
+    while (this.admitNext()) chunk(this.running[this.running.length - 1]!);
     if (decoders.length === 0 && chunks.length === 0) return null;
     // With no prefill to do and nobody admissible, the next steps differ only by growing contexts:
     // fuse them up to the first completion (an arrival cuts the fused step short, see interrupt).

@@ -79,6 +79,14 @@ export interface RealVllmOptions {
   maxModelLen?: number;
   /** Publishes KV-cache events on these local ports (`--kv-events-config`, zmq, topic `kv`). Default off. */
   kvEvents?: { port: number; replayPort: number };
+  /** `--num-gpu-blocks-override`: the KV cache's exact size in blocks. Default vLLM's (from VLLM_CPU_KVCACHE_SPACE, 1 GiB). */
+  numGpuBlocks?: number;
+  /** `--max-num-seqs`: requests running at once. Default vLLM's. */
+  maxNumSeqs?: number;
+  /** `--max-num-batched-tokens`: tokens one engine step may process. Default vLLM's. */
+  maxNumBatchedTokens?: number;
+  /** `VLLM_SERVER_DEV_MODE=1`, which serves the development endpoints (`POST /reset_prefix_cache`). Default off. */
+  devMode?: boolean;
 }
 
 export interface RealVllm {
@@ -111,13 +119,16 @@ export async function startRealVllm(options: RealVllmOptions): Promise<RealVllm>
     '--max-model-len', String(options.maxModelLen ?? 2048),
     '--enable-prompt-tokens-details',
     ...(options.processedLogprobs ? ['--logprobs-mode', 'processed_logprobs'] : []),
+    ...(options.numGpuBlocks !== undefined ? ['--num-gpu-blocks-override', String(options.numGpuBlocks)] : []),
+    ...(options.maxNumSeqs !== undefined ? ['--max-num-seqs', String(options.maxNumSeqs)] : []),
+    ...(options.maxNumBatchedTokens !== undefined ? ['--max-num-batched-tokens', String(options.maxNumBatchedTokens)] : []),
     ...(options.kvEvents ? ['--kv-events-config', JSON.stringify({ enable_kv_cache_events: true, publisher: 'zmq', endpoint: `tcp://*:${options.kvEvents.port}`, replay_endpoint: `tcp://127.0.0.1:${options.kvEvents.replayPort}`, topic: 'kv' })] : []),
   ];
   // Its own process group, so close() reaches the engine core and any worker it forks.
   const child = spawn(python, args, {
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...OFFLINE_ENV, VLLM_CPU_KVCACHE_SPACE: '1' },
+    env: { ...process.env, ...OFFLINE_ENV, VLLM_CPU_KVCACHE_SPACE: '1', ...(options.devMode ? { VLLM_SERVER_DEV_MODE: '1' } : {}) },
   });
   let output = '';
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
