@@ -31,18 +31,22 @@ const NAMES: Record<InstanceConfig['kind'], { kvUsage: string[]; running: string
   },
 };
 
-/**
- * Samples of a Prometheus text exposition by metric name (labels dropped). An engine serving with
- * data parallelism reports one sample per engine, hence lists.
- */
-export function parsePrometheusText(text: string): Map<string, number[]> {
-  const samples = new Map<string, number[]>();
+/** One sample line of a Prometheus text exposition; `value` is NaN where the line's is not a number. */
+export interface PrometheusSample {
+  name: string;
+  /** What stands between the braces, unparsed (`parsePrometheusLabels` reads it): most readers need no labels. */
+  labelText: string;
+  value: number;
+}
+
+/** The sample lines of a Prometheus text exposition, in order (comments and blank lines skipped). */
+export function parsePrometheusSamples(text: string): PrometheusSample[] {
+  const samples: PrometheusSample[] = [];
   for (const raw of text.split('\n')) {
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) continue;
     const nameEnd = line.search(/[{\s]/);
     if (nameEnd <= 0) continue;
-    const name = line.slice(0, nameEnd);
     let rest = nameEnd;
     if (line[rest] === '{') {
       rest = labelsEnd(line, rest);
@@ -50,6 +54,27 @@ export function parsePrometheusText(text: string): Map<string, number[]> {
     }
     // After the value an optional timestamp may follow.
     const value = Number(line.slice(rest).trim().split(/\s+/)[0]);
+    samples.push({ name: line.slice(0, nameEnd), labelText: rest > nameEnd ? line.slice(nameEnd + 1, rest - 1) : '', value });
+  }
+  return samples;
+}
+
+/** A sample's labels by name, their values unescaped (`\\`, `\"`, `\n`). */
+export function parsePrometheusLabels(labelText: string): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const m of labelText.matchAll(/(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"/g)) {
+    labels[m[1]!] = m[2]!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
+  }
+  return labels;
+}
+
+/**
+ * Numeric samples of a Prometheus text exposition by metric name (labels dropped). An engine
+ * serving with data parallelism reports one sample per engine, hence lists.
+ */
+export function parsePrometheusText(text: string): Map<string, number[]> {
+  const samples = new Map<string, number[]>();
+  for (const { name, value } of parsePrometheusSamples(text)) {
     if (Number.isNaN(value)) continue;
     const list = samples.get(name);
     if (list) list.push(value);

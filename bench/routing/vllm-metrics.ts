@@ -5,6 +5,7 @@
  * label missing or malformed is an error, never a zero.
  */
 import { z } from 'zod';
+import { parsePrometheusLabels, parsePrometheusSamples } from '../../scheduler/metrics-scraper.js';
 
 /** vLLM's counters of one engine (one `engine="…"` label), summed if it reports several. */
 export interface VllmCounters {
@@ -28,24 +29,13 @@ const COUNTERS: Record<keyof VllmCounters, string> = {
   preemptions: 'vllm:num_preemptions_total',
 };
 
-const Value = z.coerce.number().finite().nonnegative();
+const Value = z.number().finite().nonnegative();
 const Count = z.coerce.number().int().positive();
 
-/** Samples `name{labels} value` of one metric name: labels and value. */
-function samples(text: string, name: string): { labels: string; value: string }[] {
-  const out: { labels: string; value: string }[] = [];
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    const close = line.lastIndexOf('}');
-    const labels = close >= 0 ? line.slice(name.length + 1, close) : '';
-    out.push({ labels, value: line.slice(close >= 0 ? close + 1 : name.length).trim().split(' ')[0]! });
-  }
-  return out;
-}
-
 export function readCounters(text: string): VllmCounters {
+  const all = parsePrometheusSamples(text);
   const entries = Object.entries(COUNTERS).map(([key, name]) => {
-    const found = samples(text, name);
+    const found = all.filter((s) => s.name === name);
     if (found.length === 0) throw new Error(`vLLM metrics have no ${name}`);
     return [key, found.reduce((sum, s) => sum + Value.parse(s.value), 0)];
   });
@@ -73,9 +63,8 @@ export interface VllmCacheConfig {
 const CacheConfigLabels = z.object({ block_size: Count, num_gpu_blocks: Count });
 
 export function readCacheConfig(text: string): VllmCacheConfig {
-  const [info] = samples(text, 'vllm:cache_config_info');
+  const info = parsePrometheusSamples(text).find((s) => s.name === 'vllm:cache_config_info');
   if (!info) throw new Error('vLLM metrics have no vllm:cache_config_info');
-  const labels = Object.fromEntries([...info.labels.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]));
-  const parsed = CacheConfigLabels.parse(labels);
+  const parsed = CacheConfigLabels.parse(parsePrometheusLabels(info.labelText));
   return { blockSize: parsed.block_size, numGpuBlocks: parsed.num_gpu_blocks };
 }

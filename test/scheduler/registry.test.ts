@@ -2,7 +2,7 @@ import { SqliteStore } from '../../trajectory/index.js';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
 import { AdmissionControl } from '../../scheduler/admission.js';
-import { parsePrometheusText, readEngineMetrics } from '../../scheduler/metrics-scraper.js';
+import { parsePrometheusLabels, parsePrometheusSamples, parsePrometheusText, readEngineMetrics } from '../../scheduler/metrics-scraper.js';
 import { InstanceRegistry } from '../../scheduler/registry.js';
 import { testEngineTokenizer } from '../helpers/stack.js';
 
@@ -37,6 +37,12 @@ describe('metrics text', () => {
     expect(samples.get('vllm:num_requests_running')).toEqual([2, 3]);
     expect(samples.get('plain_metric')).toEqual([7]);
     expect(samples.has('broken')).toBe(false);
+  });
+
+  it('reads a sample\'s labels, quoted braces and escapes included', () => {
+    const [sample] = parsePrometheusSamples('vllm:cache_config_info{block_size="128",model_name="a\\"}\\\\b",note="x\\ny"} 1.0');
+    expect(sample).toMatchObject({ name: 'vllm:cache_config_info', value: 1 });
+    expect(parsePrometheusLabels(sample!.labelText)).toEqual({ block_size: '128', model_name: 'a"}\\b', note: 'x\ny' });
   });
 
   it("sums data-parallel engines' counts, averages their KV usage, and needs the kind's names", () => {
