@@ -26,8 +26,17 @@ fi
 say "building the base image ($SUITE: $PACKAGES; about a minute)"
 mkdir -p "$OUT"
 scratch="$OUT/rootfs.tmp.$$"
-rm -rf "$scratch"
-trap 'rm -rf "$scratch"' EXIT
+# An interrupted mmdebstrap can leave the host's /sys, /proc or /dev mounted inside the scratch
+# root: those are unmounted first (deepest first), and rm never crosses into another file system.
+remove_scratch() {
+  [ -e "$scratch" ] || return 0
+  awk -v root="$scratch/" 'index($2, root) == 1 { print $2 }' /proc/mounts | sort -r | while read -r target; do
+    umount -l "$target" || true
+  done
+  rm -rf --one-file-system "$scratch"
+}
+remove_scratch
+trap remove_scratch EXIT
 mmdebstrap --quiet --variant=apt --include="$PACKAGES" \
   --customize-hook="copy-in $NODE /usr/local/bin/" \
   --customize-hook='rm -rf "$1"/var/cache/apt/archives/*.deb "$1"/var/lib/apt/lists/*' \
