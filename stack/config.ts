@@ -492,7 +492,7 @@ export const ConfigSchema = z
               .default(ROUTING_DEFAULTS.admission.arrivalHeadroom),
             /** Longest a chain with no call in flight keeps its memory reserved (its tool call), ms. Default 20000. */
             idleTtlMs: z.number().int().positive().default(ROUTING_DEFAULTS.admission.idleTtlMs),
-            /** Quantile of the tool gaps seen for which an idle reservation is kept (at most idleTtlMs); 1 keeps it idleTtlMs. Default 0.6. */
+            /** Quantile of the tool gaps seen for which an idle reservation is kept (at most idleTtlMs); 1 keeps it idleTtlMs. Default 0.8. */
             returnQuantile: z.number().gt(0).max(1).default(ROUTING_DEFAULTS.admission.returnQuantile),
             /** A held call is sent anyway after this long, ms; below agents' HTTP timeouts. Default 240000. */
             maxWaitMs: z.number().int().positive().default(ROUTING_DEFAULTS.admission.maxWaitMs),

@@ -110,7 +110,7 @@ describe('KV gate', () => {
   };
 
   it('keeps an idle reservation for the returnQuantile of the tool gaps seen, at most idleTtlMs', () => {
-    const gate = new KvGate({ idleTtlMs: 1_000, arrivalHeadroom: 0 });
+    const gate = new KvGate({ idleTtlMs: 1_000, arrivalHeadroom: 0, returnQuantile: 0.6 });
     expect(gate.idleTtl).toBe(1_000);
     seeGaps(gate);
     // The 0.6 quantile of 10, 20, …, 320 ms.
@@ -125,6 +125,25 @@ describe('KV gate', () => {
     const capped = new KvGate({ idleTtlMs: 100 });
     seeGaps(capped);
     expect(capped.idleTtl).toBe(100);
+  });
+
+  it('sends a chain whose idle reservation lapsed behind the chains that took its memory', () => {
+    const gate = new KvGate({ idleTtlMs: 100, arrivalHeadroom: 0 });
+    const a = view('a');
+    gate.placed(call('old', 500), 'a');
+    gate.ended(call('old', 500), 'a', 0, 600);
+    // A younger chain waits for room, which the lapse at 100 gives it.
+    expect(gate.admissible(call('young', 500), [a], 50)).toEqual([]);
+    expect(names(gate.admissible(call('young', 500), [a], 100))).toEqual(['a']);
+    gate.placed(call('young', 500), 'a');
+    // Back, 'old' no longer outranks it: it does not fit beside it, and cannot push it out.
+    expect(gate.admissible(call('old', 500), [a], 101)).toEqual([]);
+    expect(names(gate.admissible(call('young', 800), [a], 102))).toEqual(['a']);
+    // A reservation that did not lapse keeps its rank: 'kept' was seen before 'later'.
+    gate.placed(call('kept', 300), 'b');
+    gate.ended(call('kept', 300), 'b', 200, 400);
+    gate.placed(call('later', 500), 'b');
+    expect(names(gate.admissible(call('kept', 450), [view('b')], 250))).toEqual(['b']);
   });
 
   it('keeps idle reservations for idleTtlMs whatever the gaps when returnQuantile is 1', () => {
