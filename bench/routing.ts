@@ -20,6 +20,7 @@
  *   BENCH_REAL_TASKS    tasks of the real-engine agent batch (default 4)
  *   BENCH_REAL_SAMPLES  its samples per task (default 4)
  *   BENCH_REAL_SEED     its seed (default 1)
+ *   BENCH_REAL_ROUNDS   runs of every policy on the engines, interleaved (default 3)
  * Sizes are chosen to finish in under 10 minutes on 2 cores, plus about 5 for the real engines.
  */
 import path from 'node:path';

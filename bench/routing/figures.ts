@@ -1,29 +1,73 @@
 /**
  * The small statistics of the real-engine comparison: ranks of policies by hit rate with a tie
- * band, and where two rankings disagree (differences smaller than the band are noise at this
- * workload's size, a few calls' worth of tokens, so they neither order two policies nor count as a
- * disagreement); and the line fit of the step-cost calibration.
+ * band, and where two rankings disagree (differences within the band are noise: they neither
+ * order two policies nor count as a disagreement); the band of a pair from the spread of repeated
+ * runs; and the line fit of the step-cost calibration.
  */
 
-/** Competition ranks, highest value first: 1 + how many values exceed this one by more than `band`. */
-export function ranksWithTies(values: readonly number[], band: number): number[] {
-  return values.map((v) => 1 + values.filter((w) => w > v + band).length);
+/** The tie band of the pair (i, j): one number for every pair, or one per pair. */
+export type Band = number | ((i: number, j: number) => number);
+
+const bandOf = (band: Band, i: number, j: number): number => (typeof band === 'number' ? band : band(i, j));
+
+/** Competition ranks, highest value first: 1 + how many values exceed this one by more than their pair's band. */
+export function ranksWithTies(values: readonly number[], band: Band): number[] {
+  return values.map((v, i) => 1 + values.filter((w, j) => w > v + bandOf(band, i, j)).length);
 }
 
 /**
- * Index pairs ordered oppositely by `a` and `b`, each by more than `band`: a real inversion,
- * not a tie read one way on one side.
+ * Index pairs ordered oppositely by `a` and `b`, each by more than the pair's band: a real
+ * inversion, not a tie read one way on one side.
  */
-export function inversions(a: readonly number[], b: readonly number[], band: number): [number, number][] {
+export function inversions(a: readonly number[], b: readonly number[], band: Band): [number, number][] {
   const out: [number, number][] = [];
   for (let i = 0; i < a.length; i++) {
     for (let j = i + 1; j < a.length; j++) {
       const da = a[i]! - a[j]!;
       const db = b[i]! - b[j]!;
-      if ((da > band && db < -band) || (da < -band && db > band)) out.push([i, j]);
+      const w = bandOf(band, i, j);
+      if ((da > w && db < -w) || (da < -w && db > w)) out.push([i, j]);
     }
   }
   return out;
+}
+
+/**
+ * Of the pairs `a` orders by more than their band (the pairs the reference tells apart), how many
+ * `b` orders the same way, and how many of those also by more than the band.
+ */
+export function agreement(a: readonly number[], b: readonly number[], band: Band): { resolved: number; same: number; sameBeyondBand: number } {
+  let resolved = 0;
+  let same = 0;
+  let sameBeyondBand = 0;
+  for (let i = 0; i < a.length; i++) {
+    for (let j = i + 1; j < a.length; j++) {
+      const w = bandOf(band, i, j);
+      const da = a[i]! - a[j]!;
+      if (Math.abs(da) <= w) continue;
+      resolved++;
+      const db = Math.sign(da) * (b[i]! - b[j]!);
+      if (db > 0) same++;
+      if (db > w) sameBeyondBand++;
+    }
+  }
+  return { resolved, same, sameBeyondBand };
+}
+
+/** Mean and sample standard deviation (0 for a single value). */
+export function meanAndSd(xs: readonly number[]): { mean: number; sd: number } {
+  if (xs.length === 0) throw new Error('no values');
+  const mean = xs.reduce((s, x) => s + x, 0) / xs.length;
+  const sd = xs.length > 1 ? Math.sqrt(xs.reduce((s, x) => s + (x - mean) ** 2, 0) / (xs.length - 1)) : 0;
+  return { mean, sd };
+}
+
+/**
+ * The band within which two means of `runs` runs each are not told apart: twice the standard
+ * error of their difference (from each one's run-to-run standard deviation), at least `floor`.
+ */
+export function spreadBand(sdA: number, sdB: number, runs: number, floor: number): number {
+  return Math.max(floor, 2 * Math.sqrt((sdA * sdA + sdB * sdB) / runs));
 }
 
 /** The least-squares line through the points: `y ≈ intercept + slope·x`. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fitLine, inversions, ranksWithTies } from '../../bench/routing/figures.js';
+import { agreement, fitLine, inversions, meanAndSd, ranksWithTies, spreadBand } from '../../bench/routing/figures.js';
 import { counterDelta, readCacheConfig, readCounters, sumCounters } from '../../bench/routing/vllm-metrics.js';
 
 const METRICS = (hits: number, queries: number) => `# HELP vllm:prefix_cache_queries_total Prefix cache queries.
@@ -34,6 +34,22 @@ describe('real-engine figures', () => {
     expect(ranksWithTies([10, 12.5, 15], 2)).toEqual([3, 2, 1]);
     // 0 and 1 swap within the band (a tie, not an inversion); 2 passes 0, 1 and 3 by more.
     expect(inversions([50, 49, 30, 80], [49, 50, 85, 80], 2)).toEqual([[0, 2], [1, 2], [2, 3]]);
+  });
+
+  it('ranks and inverts with a band per pair, from the spread of repeated runs', () => {
+    expect(meanAndSd([70, 74, 72])).toEqual({ mean: 72, sd: 2 });
+    expect(meanAndSd([5])).toEqual({ mean: 5, sd: 0 });
+    expect(() => meanAndSd([])).toThrow();
+    // Twice the standard error of the difference of two 3-run means, never under the floor.
+    expect(spreadBand(3, 3, 3, 2)).toBeCloseTo(2 * Math.sqrt(6), 10);
+    expect(spreadBand(0.5, 0.5, 3, 2)).toBe(2);
+    // Policy 0 varies a lot: its pairs get a wide band; 1 and 2 are steady and 3 points apart.
+    const band = (i: number, j: number) => (i === 0 || j === 0 ? 6 : 2);
+    expect(ranksWithTies([75, 78, 75, 60], band)).toEqual([1, 1, 2, 4]);
+    expect(inversions([75, 78, 75], [80, 76, 79], band)).toEqual([[1, 2]]);
+    // The reference tells apart (1, 2) and every pair with 3; b orders (1, 2) the other way, and
+    // (0, 3) the same way but within the band.
+    expect(agreement([75, 78, 75, 60], [64, 76, 79, 60], band)).toEqual({ resolved: 4, same: 3, sameBeyondBand: 2 });
   });
 
   it('fits the least-squares line', () => {
