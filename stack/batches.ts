@@ -144,13 +144,17 @@ export async function startBatch(client: Client, config: Config, input: BatchInp
 /**
  * Waits for the manifest (see `endedBatchManifest`), calling `onProgress` about once a second. A query needs a live worker
  * and may hang while none polls (one crashed, the next is starting), so each one is bounded and
- * never delays noticing the result.
+ * never delays noticing the result. Aborting `signal` (default: none) cancels the wait's gRPC
+ * calls and rejects: a call still in flight when its connection is closed would otherwise be
+ * retried on the closed channel once it fails, and throw from a timer.
  */
 export async function followBatch(
   handle: WorkflowHandle<typeof batchWorkflow>,
   onProgress: (p: BatchProgress) => void,
   intervalMs = 1_000,
+  signal?: AbortSignal,
 ): Promise<BatchManifest> {
+  if (signal) return handle.client.withAbortSignal(signal, () => followBatch(handle, onProgress, intervalMs));
   const result = endedBatchManifest(handle);
   let finished = false;
   const settled = result.then(

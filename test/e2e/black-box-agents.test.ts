@@ -8,8 +8,14 @@ import { expectConsistentRow } from '../helpers/trajectory-checks.js';
 
 let engines: TestEngines | undefined;
 let stack: Stack | undefined;
+/**
+ * The running attempt's follow of its batch: a timed-out attempt's follow goes on, so it is
+ * cancelled before the stack under it stops (its connection closed under a pending call threw).
+ */
+let following: AbortController | undefined;
 
 afterAll(async () => {
+  following?.abort();
   await stack?.stop();
   await engines?.close();
 });
@@ -31,6 +37,8 @@ for (const agent of AGENTS) {
     // `cat` it waits on for ever, seen in about 1 run of 7 with this runsc, 0~20221219); the hung
     // attempt's agent is killed by the worker's shutdown, and the retry starts afresh.
     it('runs the agent in its sandbox through the gateway bridge and scores it with the hidden tests', { timeout: 240_000, retry: agent.name === 'codex' && provider === 'gvisor' ? 2 : 0 }, async () => {
+      following?.abort();
+      following = new AbortController();
       await stack?.stop();
       await engines?.close();
       engines = await startTestEngines({ count: 1, wanderProbability: 0 });
@@ -44,7 +52,7 @@ for (const agent of AGENTS) {
       const manifest = await followBatch(await startBatch(stack.client, config, input), (p) => {
         const line = `${batchId}: ${p.running} running, ${p.done} done (${p.ok} ok, ${p.infraErrors} infra errors), ${p.queued} queued`;
         if (line !== shown) console.log((shown = line));
-      });
+      }, 1_000, following.signal);
 
       expect(manifest.status).toBe('complete');
       expect(manifest.groups.map((g) => g.rewards)).toEqual([[1], [1]]);
