@@ -17,9 +17,10 @@
  * takes any call. Waiting calls are released oldest chain first as room appears (a call ends, an
  * idle chain's reservation lapses), or placed anyway after `maxWaitMs`. An idle reservation lasts
  * as long as most chains' tool calls do (`returnQuantile` of the gaps seen, at most `idleTtlMs`);
- * the chains that took its memory then outrank its return (kept ahead, it would push them out
- * again and both would recompute their contexts), and idle reservations are kept only while chains mostly come back in time (agent traffic, not one-off calls). The
- * same code runs in the gateway (Router.acquire) and in the simulator.
+ * once it lapsed, the chains that took its memory outrank the chain's return (kept ahead, it
+ * would push them out again and both would recompute their contexts). Idle reservations are kept
+ * only while chains mostly come back in time (agent traffic, not one-off calls). The same code
+ * runs in the gateway (Router.acquire) and in the simulator.
  */
 import type { InstanceView, RouteRequest } from './types.js';
 
