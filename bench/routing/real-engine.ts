@@ -253,6 +253,7 @@ export async function runRealEngineComparison(): Promise<void> {
     console.log(`skipped: vLLM is not installed (${VLLM_PYTHON} is missing): run scripts/install-vllm.sh`);
     return;
   }
+  if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error(`BENCH_REAL_ROUNDS must be a whole number of rounds, at least 1 (got ${process.env.BENCH_REAL_ROUNDS})`);
   const wall = performance.now();
   const seed = Number(process.env.BENCH_REAL_SEED ?? 1);
   const batch: Workload = agentBatch({
@@ -284,7 +285,6 @@ export async function runRealEngineComparison(): Promise<void> {
       `calibration: ${cache.blockSize}-token blocks, ${cache.numGpuBlocks} blocks = ${capacity} KV tokens per instance (vllm:cache_config_info); ` +
         `fitted c0 ${(1000 * preset.c0).toFixed(2)} ms, a ${(1e6 * preset.a).toFixed(1)} µs/token, b ${(1e9 * preset.b).toFixed(0)} ns/token (${points})`,
     );
-    if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error(`BENCH_REAL_ROUNDS must be a whole number of rounds, at least 1 (got ${process.env.BENCH_REAL_ROUNDS})`);
     // Every policy once per round, each round in a rotated order so no policy always runs first.
     const runs = new Map<Variant, PolicyRun[]>(VARIANTS.map((v) => [v, []]));
     for (let round = 0; round < ROUNDS; round++) {
