@@ -154,15 +154,15 @@ export async function followBatch(
   intervalMs = 1_000,
   signal?: AbortSignal,
 ): Promise<BatchManifest> {
-  if (signal) return handle.client.withAbortSignal(signal, () => followBatch(handle, onProgress, intervalMs));
-  const result = endedBatchManifest(handle);
+  const call = callSignal(signal);
+  const result = handle.client.withAbortSignal(call.signal, () => endedBatchManifest(handle)).finally(call.dispose);
   let finished = false;
   const settled = result.then(
     () => (finished = true),
     () => (finished = true),
   );
   while (!finished) {
-    const progress = await Promise.race([queryProgress(handle, Math.max(5_000, intervalMs)), settled.then(() => undefined)]);
+    const progress = await Promise.race([queryProgress(handle, Math.max(5_000, intervalMs), signal), settled.then(() => undefined)]);
     if (progress && !finished) onProgress(progress);
     await Promise.race([settled, wait(intervalMs)]);
   }
@@ -171,12 +171,40 @@ export async function followBatch(
 
 const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The batch's `progress` answer, or undefined when none comes within `timeoutMs` (no worker polls) or the query fails. */
-export function queryProgress(handle: WorkflowHandle<typeof batchWorkflow>, timeoutMs: number): Promise<BatchProgress | undefined> {
+/**
+ * The batch's `progress` answer, or undefined when none comes within `timeoutMs` (no worker polls),
+ * the query fails or `signal` (default: none) aborts. A query out of time is cancelled, not left
+ * in flight where nobody waits for it.
+ */
+export function queryProgress(handle: WorkflowHandle<typeof batchWorkflow>, timeoutMs: number, signal?: AbortSignal): Promise<BatchProgress | undefined> {
+  const call = callSignal(signal);
   let timer: ReturnType<typeof setTimeout> | undefined;
   // The timer is cleared with the answer: a finished caller is not kept alive until it fires.
-  const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)));
-  return Promise.race([handle.query(progressQuery).catch(() => undefined), timeout]).finally(() => clearTimeout(timer));
+  const timeout = new Promise<undefined>(
+    (resolve) =>
+      (timer = setTimeout(() => {
+        call.abort();
+        resolve(undefined);
+      }, timeoutMs)),
+  );
+  const query = handle.client.withAbortSignal(call.signal, () => handle.query(progressQuery)).catch(() => undefined);
+  return Promise.race([query, timeout]).finally(() => {
+    clearTimeout(timer);
+    call.dispose();
+  });
+}
+
+/**
+ * The signal of one gRPC call, aborted with `outer` (when given) or by `abort`. Temporal leaves a
+ * listener on the signal each call runs under, so one long-lived signal would collect a listener
+ * per call; this one goes with its call, and `dispose` unhooks it from `outer`.
+ */
+function callSignal(outer: AbortSignal | undefined): { signal: AbortSignal; abort: () => void; dispose: () => void } {
+  const call = new AbortController();
+  const abort = () => call.abort();
+  if (outer?.aborted) abort();
+  else outer?.addEventListener('abort', abort, { once: true });
+  return { signal: call.signal, abort, dispose: () => outer?.removeEventListener('abort', abort) };
 }
 
 /** The closing summary of a batch: episodes, reward per task, turns, tokens, rates. */
