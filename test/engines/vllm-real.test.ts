@@ -269,9 +269,13 @@ describe('the gateway over a real vLLM', { timeout: TEST_MS }, () => {
   });
 
   it('pauses with abort and continues the same answer from its tokens after the resume', async () => {
-    const key = await openTestSession(url, 's-pause', sessionInfo({ homeInstance: DIRECT, sampling: { ...SAMPLING, maxTokens: 600 } }));
+    // Long enough that the engine is still generating when the pause reaches it: on a loaded CI
+    // machine 600 tokens were done before the client had read 10 chunks.
+    const maxTokens = 1800;
+    const key = await openTestSession(url, 's-pause', sessionInfo({ homeInstance: DIRECT, sampling: { ...SAMPLING, maxTokens } }));
     const stream = streamChat(key, 'Write another essay.');
     await vi.waitFor(() => expect(stream.chunks.length).toBeGreaterThan(10), { timeout: 60_000, interval: 20 });
+    await vi.waitFor(async () => expect((await engineMetrics()).running).toBe(1), { timeout: 10_000, interval: 20 });
     const { version: from } = (await (await fetch(`${url}/admin/v1/policy`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } })).json()) as { version: number };
     const pause = await admin('/admin/v1/policy/pause', { mode: 'abort' });
     expect(pause).toEqual({ status: 200, json: { version: from, paused: true, finished: 0, aborted: 1 } });
@@ -284,10 +288,10 @@ describe('the gateway over a real vLLM', { timeout: TEST_MS }, () => {
 
     const [turn] = await store.loadTurns('s-pause');
     expect(turn!.finishReason).toBe('abort_resumed');
-    expect(turn!.sampled).toHaveLength(600);
+    expect(turn!.sampled).toHaveLength(maxTokens);
     const cut = turn!.sampledVersions.indexOf(from + 1);
     expect(cut).toBeGreaterThan(0);
-    expect(turn!.sampledVersions).toEqual([...Array(cut).fill(from), ...Array(600 - cut).fill(from + 1)]);
+    expect(turn!.sampledVersions).toEqual([...Array(cut).fill(from), ...Array(maxTokens - cut).fill(from + 1)]);
     // The continuation was sampled given prompt + partial answer: the log-probs the engine
     // reported after the cut are those of that context.
     const { figures } = await consistencyOf([turn!], [1]);

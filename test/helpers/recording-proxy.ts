@@ -42,9 +42,19 @@ export async function startRecordingProxy(
         pending = undefined;
       }
       if (req.method === 'POST' && body.length > 0) posted.push({ path: req.url ?? '', body: JSON.parse(body.toString()) as Record<string, unknown> });
-      const upstream = await fetch(`${target}${req.url}`, { method: req.method, headers: { 'content-type': 'application/json' }, body: req.method === 'GET' ? undefined : body });
+      let upstream: Response;
+      let text: string;
+      try {
+        upstream = await fetch(`${target}${req.url}`, { method: req.method, headers: { 'content-type': 'application/json' }, body: req.method === 'GET' ? undefined : body });
+        text = await upstream.text();
+      } catch (error) {
+        // The engine closed the connection (it stopped, or dropped an idle keep-alive socket as
+        // this request reused it): a proxy answers 502, as the gateway would see from a real one.
+        res.writeHead(502, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: `recording proxy: upstream failed: ${(error as Error).message}` } }));
+        return;
+      }
       res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json' });
-      const text = await upstream.text();
       res.end(text);
       if (req.url?.startsWith('/v1/completions') && upstream.ok) {
         const request = JSON.parse(body.toString()) as Record<string, unknown> & { prompt: number[] };
