@@ -8,6 +8,7 @@ import { sessionKeyOf } from './auth.js';
 import type { Backend } from './backends/backend.js';
 import { createBackend } from './backends/index.js';
 import type { Codec } from './codec/index.js';
+import { inlineDriftChecker, type DriftChecker } from './session/drift-checker.js';
 import type { GatewayDeps } from './deps.js';
 import { PolicyFanOut } from './policy/fan-out.js';
 import { PolicyControl } from './policy/policy-control.js';
@@ -70,6 +71,11 @@ export interface GatewayOptions {
    * Default: metrics on a registry of this gateway's own.
    */
   metrics?: RolloutMetrics;
+  /**
+   * Where a closing session's drift checks run (a re-render and re-encode of each chain). The
+   * gateway closes it when it closes. Default: on the event loop, with `codec` (`inlineDriftChecker`).
+   */
+  driftChecker?: DriftChecker;
 }
 
 /** The URL a listening server is reached at (a wildcard address is named by the host name). */
@@ -120,7 +126,8 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   const replica = { id: os.hostname(), ...REPLICA_DEFAULTS, ...options.replica };
   const registration = new ReplicaRegistration(options.store, replica.id, replica.sessionOwnershipTtlMs, log);
   const ownership = new SessionOwnership(options.store, replica.id, replica.sessionOwnershipTtlMs, log);
-  const sessions = new SessionManager(options.store, options.codec, ownership);
+  const driftChecker = options.driftChecker ?? inlineDriftChecker(options.codec);
+  const sessions = new SessionManager(options.store, driftChecker, ownership);
   const policy = await PolicyControl.create(options.store);
   const fanOut = new PolicyFanOut({ policy, replicaId: replica.id, replicas: () => registration.live(), adminToken: options.adminToken, log });
   const affinity = { ownership, registration, log };
@@ -159,6 +166,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     ownership.close();
     policy.close();
     await router.close();
+    await driftChecker.close();
   });
   app.setErrorHandler((error, _request, reply) => sendOpenAiError(reply, error));
   app.setNotFoundHandler((request, reply) =>

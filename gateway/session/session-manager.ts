@@ -3,8 +3,8 @@ import type { SessionInfo, SessionRecord, Store } from '../../trajectory/index.j
 import { SessionMovedError, UnknownSessionError } from './errors.js';
 import type { SessionOwnership } from './ownership.js';
 import { GatewaySession } from './session.js';
-import type { Codec } from '../codec/index.js';
-import { driftReport, historiesOf } from './drift.js';
+import { driftInputs } from './drift.js';
+import type { DriftChecker } from './drift-checker.js';
 
 /** What closing a session reports back to the episode (small: it travels in Temporal payloads). */
 export interface SessionSummary {
@@ -41,7 +41,7 @@ export class SessionManager {
 
   constructor(
     private readonly store: Store,
-    private readonly codec: Codec,
+    private readonly drift: DriftChecker,
     private readonly ownership: SessionOwnership,
   ) {}
 
@@ -102,11 +102,7 @@ export class SessionManager {
     }
     const turns = await this.store.loadTurns(sessionId);
     const session = this.live.get(record.key) ?? GatewaySession.restore(record, turns);
-    const histories = historiesOf(turns);
-    await this.store.saveChainReports(
-      sessionId,
-      await Promise.all(session.chains.filter((c) => c.turns.length > 0).map((c) => driftReport(this.codec, c, histories.get(c.index) ?? []))),
-    );
+    await this.store.saveChainReports(sessionId, await this.drift.check(driftInputs(session.chains, turns)));
     await this.store.closeSession(sessionId, session.terminationReason ?? reason);
     this.live.delete(record.key);
     const tokens = session.chains.reduce((sum, c) => sum + c.tokens.length, 0);

@@ -1,6 +1,8 @@
 import { startTracing } from '../../telemetry/tracing.js';
 import type { Codec } from '../../gateway/codec/index.js';
 import { buildGateway } from '../../gateway/server.js';
+import { inlineDriftChecker } from '../../gateway/session/drift-checker.js';
+import { WorkerDriftChecker } from '../../gateway/session/drift-worker-checker.js';
 import type { Store } from '../../trajectory/index.js';
 import { createMetrics, type RolloutMetrics } from '../../telemetry/metrics.js';
 import type { Config } from '../config.js';
@@ -8,7 +10,7 @@ import { checkEngines, type CheckedEngine } from '../engine-check.js';
 import { gatewayAdminToken } from '../secrets.js';
 import { openConfiguredStore } from '../store.js';
 import { withStops } from '../stops.js';
-import { loadConfiguredCodec } from './codec.js';
+import { configuredCodecOptions, loadConfiguredCodec } from './codec.js';
 import { configuredInstances } from './engines.js';
 import { listenUrl } from './listen.js';
 import { gatewayReplica, gatewayRouter } from './placement.js';
@@ -41,7 +43,10 @@ export function startGateway(config: Config, shared: { store?: Store; codec?: Co
     }
     const metrics = shared.metrics ?? createMetrics();
     const router = gatewayRouter(config, engines, metrics.router);
-    const gateway = await buildGateway({ codec, store, engines, modelName: config.model.name, adminToken, router, replica: gatewayReplica(config), maxBodyBytes: config.gateway.maxBodyBytes, metrics });
+    // Off the event loop: a closing session's drift check re-renders and re-encodes its history.
+    const driftChecker = WorkerDriftChecker.start(configuredCodecOptions(config), inlineDriftChecker(codec), (line) => console.warn(line));
+    stops.push(() => driftChecker.close());
+    const gateway = await buildGateway({ codec, store, engines, modelName: config.model.name, adminToken, router, replica: gatewayReplica(config), maxBodyBytes: config.gateway.maxBodyBytes, metrics, driftChecker });
     stops.push(() => gateway.close());
     const url = await listenUrl(gateway, config.gateway.host, config.gateway.port);
     return { url, isAvailable: (instance: string) => router.registry.isHealthy(instance) };

@@ -78,7 +78,11 @@ describe('a batch of the built-in task pack on a real Temporal server', () => {
     expect(episodes).toHaveLength(16);
     for (const episode of episodes) {
       // The scripted policy's first thought says which path it took: the solution or a wrong turn.
-      const first = (await stack.store.loadTurns(episode.sessionId!))[0]!;
+      const turns = await stack.store.loadTurns(episode.sessionId!);
+      const first = turns[0]!;
+      // The close checked every chain (on the gateway's drift worker thread): tool turns render as the engine saw them.
+      const chains = [...new Set(turns.map((t) => t.chainIndex))];
+      expect(await stack.store.loadChainReports(episode.sessionId!)).toEqual(chains.map((chainIndex) => ({ chainIndex, driftOffset: -1, driftTurns: 0 })));
       const thought = (JSON.parse(first.replyJson) as { reasoning_content?: string }).reasoning_content;
       const script = tasks.get(episode.taskId)!;
       expect([script.solve[0]!.thought, script.wander[0]!.thought]).toContain(thought);
