@@ -37,7 +37,9 @@
  * Knobs (defaults): BENCH_TURNS (16), BENCH_SESSIONS (1,64,256), BENCH_OPEN_SESSIONS (256),
  * BENCH_OPEN_RATE (16), BENCH_THINK_MS (2000), BENCH_PROCESSES (1,2), BENCH_SCALE_SESSIONS (64),
  * BENCH_LITELLM_SESSIONS (1,64: the peers' rows), BENCH_LITELLM_DIRECT_SESSIONS (1), BENCH_GATEWAY_NODE_ARGS (none:
- * extra node flags for the gateway processes, e.g. `--cpu-prof`), BENCH_WARMUP_SESSIONS (4: an
+ * extra node flags for the gateway processes, e.g. `--cpu-prof`), BENCH_GATEWAY_GC (single: the
+ * gateway processes run with `--single-threaded-gc`, as the README says to run one; parallel: with
+ * V8's background GC threads), BENCH_WARMUP_SESSIONS (4: an
  * unreported set of conversations through the gateway, and through each peer, before their first
  * row). Everything it starts (engine, gateways, LiteLLM, the Node proxy, the temporary folder) is stopped in
  * `finally` and on SIGINT/SIGTERM, and the last line says whether any of its processes is left.
@@ -67,7 +69,7 @@ import {
 } from './gateway/load.js';
 import { cpuPlan, describePlan, pinSelf, type CpuPlan } from './gateway/cpus.js';
 import { Children, ownCpuMs, treeCpuMs } from './gateway/processes.js';
-import { ADMIN_TOKEN, ensureLitellm, gatewayStats, LITELLM_KEY, startEngine, startGateways, startLitellm, startNodeProxy, type Service } from './gateway/services.js';
+import { ADMIN_TOKEN, ensureLitellm, GATEWAY_GC, gatewayStats, LITELLM_KEY, startEngine, startGateways, startLitellm, startNodeProxy, type Service } from './gateway/services.js';
 
 const list = (name: string, fallback: string) => (process.env[name] ?? fallback).split(',').map((v) => v.trim()).filter(Boolean);
 const num = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
@@ -114,6 +116,8 @@ interface Row {
   load: { lagP99Ms: number; busyPercent: number };
   /** What the gateway measured it added per generating request (wall time less the engine's and the placement wait's), worst replica; null for LiteLLM. */
   ownAdded: { p50: number; p99: number; max: number } | null;
+  /** The p99 of each part of `ownAdded` (gateway/turn-timing.ts `AddedPhases`), worst replica; null for LiteLLM. */
+  ownPhasesP99: { body: number; beforeEngine: number; afterEngine: number } | null;
   /** The largest prompt of the row, tokens. */
   contextTokens: number;
   pass: PassResult;
@@ -223,14 +227,21 @@ async function openSessions(urls: string[], ids: string[], errors: Errors): Prom
   );
 }
 
-async function closeSessions(urls: string[], ids: string[]): Promise<void> {
+/** Closes the sessions; a close that fails is counted in `errors` (its session stays live, so the row's memory figures are not taken). */
+async function closeSessions(urls: string[], ids: string[], errors: Errors): Promise<void> {
   await Promise.all(
     ids.map((id) =>
       fetchForSession(urls, id, `/admin/v1/sessions/${encodeURIComponent(id)}/close`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
         body: JSON.stringify({ reason: 'bench' }),
-      }).then((r) => r.arrayBuffer(), () => undefined),
+      }).then(
+        async (r) => {
+          await r.arrayBuffer();
+          if (!r.ok) errors.status[`close ${r.status}`] = (errors.status[`close ${r.status}`] ?? 0) + 1;
+        },
+        () => void (errors.network += 1),
+      ),
     ),
   );
 }
@@ -261,7 +272,7 @@ async function gatewayRow(bench: Bench, gateways: Service[], mode: string, label
     replay = await runPass(schedule, tokenReplay(bench.engine.url, (s) => bench.store.loadTurns(ids[s]!), directErrors), directErrors);
   }
   const cpu2 = gateways.reduce((sum, g) => sum + ownCpuMs(g.child.pid), 0);
-  await closeSessions(urls, ids);
+  await closeSessions(urls, ids, errors);
   const cpu3 = gateways.reduce((sum, g) => sum + ownCpuMs(g.child.pid), 0);
   const closed = await Promise.all(urls.map((u) => gatewayStats(u, '?gc=1')));
   const worst = (pick: (s: (typeof window)[number]) => number) => Math.max(...window.map(pick));
@@ -279,6 +290,11 @@ async function gatewayRow(bench: Bench, gateways: Service[], mode: string, label
     lag: { p50: worst((s) => s.eventLoopDelayMs.p50), p99: worst((s) => s.eventLoopDelayMs.p99), max: worst((s) => s.eventLoopDelayMs.max) },
     load,
     ownAdded: { p50: worst((s) => s.turnMs.added.p50), p99: worst((s) => s.turnMs.added.p99), max: worst((s) => s.turnMs.added.max) },
+    ownPhasesP99: {
+      body: worst((s) => s.turnMs.phases.body.p99),
+      beforeEngine: worst((s) => s.turnMs.phases.beforeEngine.p99),
+      afterEngine: worst((s) => s.turnMs.phases.afterEngine.p99),
+    },
     contextTokens: conversations.maxPromptTokens(),
     pass,
     direct: replay,
@@ -330,6 +346,7 @@ async function peerRow(bench: Bench, peer: Peer, sessions: number): Promise<Row>
     lag: null,
     load,
     ownAdded: null,
+    ownPhasesP99: null,
     contextTokens: conversations.maxPromptTokens(),
     pass,
     direct,
@@ -359,6 +376,10 @@ function printTargets(rows: Row[], cpus: CpuPlan | undefined): void {
   }
   const open = rows.find((r) => r.mode === 'open');
   if (open?.ownAdded) say(`  added latency p99 <= 10 ms (open loop, ${open.sessions} sessions, as the gateway measures it: each request's time less the engine's and the placement wait): ${fixed(open.ownAdded.p99)} ms — ${check(open.ownAdded.p99 <= 10)}`);
+  if (open?.ownPhasesP99) {
+    const p = open.ownPhasesP99;
+    say(`  (its parts' own p99: reading the body ${fixed(p.body)} ms, before the engine ${fixed(p.beforeEngine)} ms, after it ${fixed(p.afterEngine)} ms)`);
+  }
   if (open?.direct) {
     const added = percentile(pairedDifferences(open.pass, open.direct), 99);
     // Two passes at different moments: each one's engine stalls land in the difference too.
@@ -454,7 +475,7 @@ async function main(): Promise<void> {
     pinSelf(cpus.rest);
     const engine = await startEngine(children, dir, TURNS, cpus);
     store = SqliteStore.open(path.join(dir, 'store.sqlite'));
-    say(`gateway benchmark: ${TURNS} turns per session (context: the largest prompt of the row, tokens), engine-sim at time scale 0, ${cores} cores; load generator pid ${process.pid}, engine pid ${engine.child.pid}; ${describePlan(cpus)}`);
+    say(`gateway benchmark: ${TURNS} turns per session (context: the largest prompt of the row, tokens), engine-sim at time scale 0, ${cores} cores; load generator pid ${process.pid}, engine pid ${engine.child.pid}; ${describePlan(cpus)}; gateway GC: ${GATEWAY_GC === 'single' ? '--single-threaded-gc' : "V8's background threads"} (BENCH_GATEWAY_GC)`);
     await run({ children, cpus, dir, engine, store }, rows);
   } catch (error) {
     say(`benchmark stopped early: ${(error as Error).message}`);

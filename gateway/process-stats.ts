@@ -26,7 +26,13 @@ export interface ProcessStatsSnapshot {
    * Per model request that generated (gateway/turn-timing.ts): `added` is its wall time in the
    * gateway less the engine's and the placement wait's; `engine` the engine's share.
    */
-  turnMs: { added: LatencyStats; engine: LatencyStats; wait: LatencyStats };
+  turnMs: {
+    added: LatencyStats;
+    engine: LatencyStats;
+    wait: LatencyStats;
+    /** `added` by where it was spent (turn-timing.ts `AddedPhases`). */
+    phases: { body: LatencyStats; beforeEngine: LatencyStats; afterEngine: LatencyStats };
+  };
   /** `process.memoryUsage()` in bytes. */
   memory: { rss: number; heapUsed: number; heapTotal: number; external: number; arrayBuffers: number };
   /** `process.cpuUsage()` since the process started, in ms. */
@@ -49,6 +55,7 @@ function latencyOf(h: RecordableHistogram): LatencyStats {
 export class ProcessStats {
   private readonly delay: IntervalHistogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
   private readonly turns = { added: createHistogram(), engine: createHistogram(), wait: createHistogram() };
+  private readonly phases = { body: createHistogram(), beforeEngine: createHistogram(), afterEngine: createHistogram() };
   private windowStart = performance.now();
 
   constructor() {
@@ -62,6 +69,9 @@ export class ProcessStats {
     this.turns.added.record(us(times.addedMs));
     this.turns.engine.record(us(times.engineMs));
     this.turns.wait.record(us(times.waitMs));
+    this.phases.body.record(us(times.phases.bodyMs));
+    this.phases.beforeEngine.record(us(times.phases.beforeEngineMs));
+    this.phases.afterEngine.record(us(times.phases.afterEngineMs));
   }
 
   snapshot(): ProcessStatsSnapshot {
@@ -77,7 +87,12 @@ export class ProcessStats {
         mean: d.count > 0 ? lagMs(d.mean) : 0,
         samples: d.count,
       },
-      turnMs: { added: latencyOf(this.turns.added), engine: latencyOf(this.turns.engine), wait: latencyOf(this.turns.wait) },
+      turnMs: {
+        added: latencyOf(this.turns.added),
+        engine: latencyOf(this.turns.engine),
+        wait: latencyOf(this.turns.wait),
+        phases: { body: latencyOf(this.phases.body), beforeEngine: latencyOf(this.phases.beforeEngine), afterEngine: latencyOf(this.phases.afterEngine) },
+      },
       memory: { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers },
       cpuMs: { user: cpu.user / 1000, system: cpu.system / 1000 },
       windowMs: performance.now() - this.windowStart,
@@ -87,7 +102,7 @@ export class ProcessStats {
   /** Starts a new delay window. */
   reset(): void {
     this.delay.reset();
-    for (const h of Object.values(this.turns)) h.reset();
+    for (const h of [...Object.values(this.turns), ...Object.values(this.phases)]) h.reset();
     this.windowStart = performance.now();
   }
 

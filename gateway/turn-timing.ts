@@ -10,6 +10,23 @@ export interface TurnTiming {
   waitMs: number;
   /** Generations sent; a request answered without one (a repeat, a budget answer, an error) is not timed. */
   generations: number;
+  /** When its body had been read and parsed (`performance.now()`). */
+  bodyReadAt?: number;
+  /** When its first generation was sent, and `waitMs` then. */
+  firstSent?: { at: number; waitMs: number };
+  /** When its last generation's answer ended. */
+  lastAnsweredAt?: number;
+}
+
+/**
+ * Where the gateway's own time of a request went: reading and parsing its body, from then to its
+ * first generation (template, encode, placement less its wait), and from the engine's last chunk to
+ * the response's end (parse, commit, answer). Retries between generations are in none of them.
+ */
+export interface AddedPhases {
+  bodyMs: number;
+  beforeEngineMs: number;
+  afterEngineMs: number;
 }
 
 /** One timed request, when its response has ended. */
@@ -18,6 +35,12 @@ export interface TurnTimes {
   addedMs: number;
   engineMs: number;
   waitMs: number;
+  phases: AddedPhases;
+}
+
+/** Marks the first generation of a timed request as sent now (`now`, after `timing.waitMs` of waiting). */
+export function markSent(timing: TurnTiming, now: number): void {
+  timing.firstSent ??= { at: now, waitMs: timing.waitMs };
 }
 
 const timings = new WeakMap<FastifyRequest['raw'], TurnTiming>();
@@ -39,7 +62,23 @@ export function timeTurns(app: FastifyInstance, record: (times: TurnTimes) => vo
     timings.set(request.raw, timing);
     reply.raw.once('finish', () => {
       if (timing.generations === 0) return;
-      record({ addedMs: performance.now() - started - timing.engineMs - timing.waitMs, engineMs: timing.engineMs, waitMs: timing.waitMs });
+      const ended = performance.now();
+      const bodyReadAt = timing.bodyReadAt ?? started;
+      const firstSent = timing.firstSent ?? { at: bodyReadAt, waitMs: 0 };
+      record({
+        addedMs: ended - started - timing.engineMs - timing.waitMs,
+        engineMs: timing.engineMs,
+        waitMs: timing.waitMs,
+        phases: {
+          bodyMs: bodyReadAt - started,
+          beforeEngineMs: firstSent.at - bodyReadAt - firstSent.waitMs,
+          afterEngineMs: ended - (timing.lastAnsweredAt ?? ended),
+        },
+      });
     });
+  });
+  app.addHook('preHandler', async (request) => {
+    const timing = timings.get(request.raw);
+    if (timing) timing.bodyReadAt = performance.now();
   });
 }

@@ -138,6 +138,15 @@ export const ConfigSchema = z
          * gateway runs in-process.
          */
         processes: z.number().int().min(1).max(64).default(1),
+        /**
+         * Gateway processes (`processes` > 1) collect garbage on their own thread only (V8's
+         * `--single-threaded-gc`): processes sharing the host's cores, V8's background GC threads
+         * take CPU from the processes' event loops, and on one core its parallel pauses are long
+         * (bench:gateway, open loop on one core: own added p99 14.5-17.8 ms with them, 6.0 ms
+         * without). With `processes` 1 the gateway runs in-process, where a flag cannot be set
+         * after start: run it as `node --single-threaded-gc cli/bin.mjs gateway`. Default true.
+         */
+        singleThreadedGc: z.boolean().default(true),
       })
       .prefault({}),
     /** The shared store of sessions, turns, episodes, leases and registrations (trajectory/store). */

@@ -43,6 +43,18 @@ export async function startEngine(children: Children, dir: string, turns: number
 
 /** Extra node flags for the gateway processes (BENCH_GATEWAY_NODE_ARGS, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`). */
 const GATEWAY_NODE_ARGS = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean);
+/**
+ * How the gateway processes collect garbage (BENCH_GATEWAY_GC): `single` (default) as the README
+ * says to run a gateway (`--single-threaded-gc`, what `gateway.singleThreadedGc` gives forked
+ * processes), `parallel` with V8's background GC threads.
+ */
+export const GATEWAY_GC = gatewayGc(process.env.BENCH_GATEWAY_GC ?? 'single');
+const GATEWAY_GC_ARGS = GATEWAY_GC === 'single' ? ['--single-threaded-gc'] : [];
+
+function gatewayGc(value: string): 'single' | 'parallel' {
+  if (value !== 'single' && value !== 'parallel') throw new Error(`BENCH_GATEWAY_GC is single or parallel, not ${JSON.stringify(value)}`);
+  return value;
+}
 
 /**
  * `processes` gateway replicas (`rollout gateway`, each its own process with --expose-gc for the
@@ -59,7 +71,7 @@ export async function startGateways(children: Children, dir: string, engineUrl: 
       };
       const configFile = path.join(dir, `gateway-${tag}-${i}.json`);
       writeFileSync(configFile, JSON.stringify(config));
-      const child = children.start(`gateway ${tag}-${i}`, ...onCpus(cpus.middlebox, process.execPath, ['--expose-gc', ...GATEWAY_NODE_ARGS, path.join(ROOT, 'cli/bin.mjs'), 'gateway', '--config', configFile]), path.join(dir, `gateway-${tag}-${i}.log`));
+      const child = children.start(`gateway ${tag}-${i}`, ...onCpus(cpus.middlebox, process.execPath, ['--expose-gc', ...GATEWAY_GC_ARGS, ...GATEWAY_NODE_ARGS, path.join(ROOT, 'cli/bin.mjs'), 'gateway', '--config', configFile]), path.join(dir, `gateway-${tag}-${i}.log`));
       return { child, url: await children.waitForLine(child, /gateway listening on (\S+);/, 120_000) };
     }),
   );

@@ -11,7 +11,7 @@ import { planRequest, type ChainPlan } from './planner.js';
 import type { GatewaySession } from './session.js';
 import { GatewayError, SessionMovedError } from './errors.js';
 import { findRepeatedTurn } from './replay.js';
-import type { TurnTiming } from '../turn-timing.js';
+import { markSent, type TurnTiming } from '../turn-timing.js';
 import { episodeSpanContext, inSpan, type SpanParent } from '../../telemetry/tracing.js';
 
 /** One model call as every protocol lowers it. */
@@ -160,7 +160,10 @@ async function generateRouted(
           ? await deps.router.place(call, tried)
           : undefined;
     const engineStarted = performance.now();
-    if (timing) timing.waitMs += engineStarted - waitStarted;
+    if (timing) {
+      timing.waitMs += engineStarted - waitStarted;
+      markSent(timing, engineStarted);
+    }
     if (!placement && request.signal?.aborted) return { ids: [], logprobs: [], finishReason: 'abort', promptTokens: call.promptIds.length, cachedTokens: 0 };
     // After a failover, the last engine's error says more than the lack of another engine.
     if (!placement) throw failure ?? new BackendError('no healthy engine instance to generate on', 503);
@@ -191,7 +194,8 @@ async function generateRouted(
     } finally {
       // A failed attempt's time is the engine's too: the gateway waited on it.
       if (timing) {
-        timing.engineMs += performance.now() - engineStarted;
+        timing.lastAnsweredAt = performance.now();
+        timing.engineMs += timing.lastAnsweredAt - engineStarted;
         timing.generations += 1;
       }
     }

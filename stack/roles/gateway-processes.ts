@@ -92,7 +92,7 @@ class GatewayProcess {
   /** Forks the process, sends it its configuration and resolves with its URL once it listens. */
   async start(): Promise<string> {
     const child = fork(CHILD, [], {
-      execArgv: ['--import', TSX],
+      execArgv: ['--import', TSX, ...(this.config.gateway.singleThreadedGc ? ['--single-threaded-gc'] : [])],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       serialization: 'json',
     });

@@ -78,6 +78,14 @@ describe('gateway: the time a model request spends in the gateway, apart from th
     // The engine's share holds the delay on its path; the gateway's own share does not.
     expect(t.engine.p50).toBeGreaterThanOrEqual(ENGINE_DELAY_MS);
     expect(t.added.max).toBeLessThan(ENGINE_DELAY_MS);
+    // Its parts: reading the body, before the engine, after it; each one of the three requests, none longer than the whole.
+    for (const phase of Object.values(t.phases)) {
+      expect(phase.count).toBe(3);
+      expect(phase.max).toBeLessThanOrEqual(t.added.max * 1.01 + 0.01);
+    }
+    // Preparing a first turn (template, encode) and committing it take measurable time.
+    expect(t.phases.beforeEngine.p50).toBeGreaterThan(0.001);
+    expect(t.phases.afterEngine.p50).toBeGreaterThan(0.001);
     // Every part lies inside the latency the client saw.
     const slowest = Math.max(...answers.map((a) => a.ms));
     expect(t.engine.max + t.added.p50).toBeLessThanOrEqual(slowest + 1);

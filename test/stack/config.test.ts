@@ -52,6 +52,9 @@ describe('configuration for many machines', () => {
   it('runs the gateway in-process by default, and 1 to 64 gateway processes', async () => {
     expect((await loadConfig(undefined, { dataDir: dir() }, {})).gateway.processes).toBe(1);
     expect((await loadConfig(undefined, { dataDir: dir(), 'gateway.processes': 64 }, {})).gateway.processes).toBe(64);
+    expect((await loadConfig(undefined, { dataDir: dir() }, {})).gateway.singleThreadedGc).toBe(true);
+    expect((await loadConfig(undefined, { dataDir: dir(), 'gateway.singleThreadedGc': false }, {})).gateway.singleThreadedGc).toBe(false);
+    await expect(loadConfig(undefined, { dataDir: dir(), 'gateway.singleThreadedGc': 'yes' }, {})).rejects.toBeInstanceOf(ConfigError);
     for (const processes of [0, 65, 1.5])
       await expect(loadConfig(undefined, { dataDir: dir(), 'gateway.processes': processes }, {})).rejects.toBeInstanceOf(ConfigError);
     // Each process advertises the URL with its own port: port 0 leaves it unknown.
