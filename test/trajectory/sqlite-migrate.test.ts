@@ -65,4 +65,26 @@ describe('SqliteStore migrations', () => {
     expect(await store.migrations()).toEqual(VERSIONS);
     await store.close();
   }, 60_000);
+
+  it("switch a new file to WAL once another connection's write lock is gone", async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'rollout-migrate-'));
+    const file = path.join(dir, 'store.sqlite');
+    // A connection writing in the file's first (rollback) journal mode: SQLite fails the WAL
+    // switch at once, without its busy timeout (two gateway processes opening a new store in CI).
+    const holder = new Database(file);
+    holder.exec('CREATE TABLE first_writer (x INTEGER)');
+    holder.exec('BEGIN IMMEDIATE');
+    const child = openInChild(file);
+    await child.opening;
+    await sleep(500);
+    holder.exec('COMMIT');
+    holder.close();
+    const result = await child.done;
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout.trim().split('\n').at(-1)).toBe(JSON.stringify(VERSIONS));
+    const check = new Database(file);
+    expect(check.pragma('journal_mode', { simple: true })).toBe('wal');
+    check.close();
+  }, 60_000);
 });

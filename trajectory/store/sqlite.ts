@@ -50,6 +50,30 @@ function migrate(db: Database.Database): void {
   }
 }
 
+/** How long opening waits for other connections' locks on the file, ms. */
+const OPEN_WAIT_MS = 10_000;
+/** Between attempts to switch a file to WAL, ms. */
+const WAL_RETRY_MS = 20;
+
+/**
+ * Switches the file to WAL. While another connection holds a lock on it (processes opening a new
+ * store file together) the switch fails with SQLITE_BUSY at once, without waiting on the busy
+ * timeout, so it is tried again until OPEN_WAIT_MS has passed.
+ */
+function enableWal(db: Database.Database): void {
+  const deadline = Date.now() + OPEN_WAIT_MS;
+  for (;;) {
+    try {
+      db.pragma('journal_mode = WAL');
+      return;
+    } catch (error) {
+      if (!(error instanceof Database.SqliteError && error.code === 'SQLITE_BUSY') || Date.now() >= deadline) throw error;
+      // Opening is synchronous: a short blocking sleep, as SQLite's own busy handler does.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, WAL_RETRY_MS);
+    }
+  }
+}
+
 /**
  * The store in one SQLite file (WAL mode, so readers never block the writer): every process on
  * one machine that opens the same file shares it. The embedded default; PostgreSQL is the
@@ -136,8 +160,8 @@ export class SqliteStore implements Store {
   static open(file: string): SqliteStore {
     if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
     const db = new Database(file);
-    db.pragma('journal_mode = WAL');
-    db.pragma('busy_timeout = 10000');
+    db.pragma(`busy_timeout = ${OPEN_WAIT_MS}`);
+    enableWal(db);
     db.pragma('synchronous = NORMAL');
     migrate(db);
     const store = new SqliteStore(db);
