@@ -75,7 +75,8 @@ export class WorkerDriftChecker implements DriftChecker {
 
   /** From now on every check runs on the fallback, the ones the thread had (and `also`) included. */
   private fail(why: string, also?: Pending): void {
-    if (this.closed && !also) return;
+    // The thread stopped by `close`, which waited for every check first.
+    if (this.closed && !also && this.pending.size === 0) return;
     const orphans = [...this.pending.values(), ...(also ? [also] : [])];
     this.pending.clear();
     this.worker.unref();
