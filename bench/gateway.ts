@@ -55,6 +55,7 @@ import { SqliteStore } from '../trajectory/index.js';
 import {
   chatConversations,
   closedLoop,
+  countStatus,
   describeErrors,
   errorCount,
   noErrors,
@@ -215,7 +216,7 @@ async function openSessions(urls: string[], ids: string[], errors: Errors): Prom
         });
         if (!r.ok) {
           await r.arrayBuffer();
-          errors.status[r.status] = (errors.status[r.status] ?? 0) + 1;
+          countStatus(errors, r.status);
           return undefined;
         }
         return ((await r.json()) as { key: string }).key;
@@ -238,7 +239,7 @@ async function closeSessions(urls: string[], ids: string[], errors: Errors): Pro
       }).then(
         async (r) => {
           await r.arrayBuffer();
-          if (!r.ok) errors.status[`close ${r.status}`] = (errors.status[`close ${r.status}`] ?? 0) + 1;
+          if (!r.ok) countStatus(errors, `close ${r.status}`);
         },
         () => void (errors.network += 1),
       ),

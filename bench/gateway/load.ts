@@ -55,6 +55,11 @@ export function noErrors(): Errors {
   return { status: {}, malformed: 0, network: 0 };
 }
 
+/** Counts one answer with a non-2xx status under `key` (the status, or the status with what was asked). */
+export function countStatus(e: Errors, key: string | number): void {
+  e.status[key] = (e.status[key] ?? 0) + 1;
+}
+
 export function errorCount(e: Errors): number {
   return Object.values(e.status).reduce((a, b) => a + b, 0) + e.malformed + e.network;
 }
@@ -158,7 +163,7 @@ export function chatConversations(target: ChatTarget, sessions: number, label: s
       });
       if (!r.ok) {
         await r.arrayBuffer();
-        errors.status[r.status] = (errors.status[r.status] ?? 0) + 1;
+        countStatus(errors, r.status);
         return false;
       }
       body = (await r.json()) as ChatAnswer;
@@ -205,7 +210,7 @@ export function tokenReplay(engineUrl: string, storedTurns: (session: number) =>
       const r = await fetch(`${engineUrl}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
       const text = await r.text();
       if (!r.ok) {
-        errors.status[r.status] = (errors.status[r.status] ?? 0) + 1;
+        countStatus(errors, r.status);
         return false;
       }
       if (!text.includes('data: [DONE]')) {

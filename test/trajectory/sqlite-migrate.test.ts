@@ -37,6 +37,13 @@ function openInChild(file: string): Child {
   return { opening, done };
 }
 
+/** The child opened the store without an error and saw every migration applied. */
+function expectOpened(result: Awaited<Child['done']>): void {
+  expect(result.stderr).toBe('');
+  expect(result.code).toBe(0);
+  expect(result.stdout.trim().split('\n').at(-1)).toBe(JSON.stringify(VERSIONS));
+}
+
 let dir: string;
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -56,11 +63,7 @@ describe('SqliteStore migrations', () => {
     holder.exec('COMMIT');
     holder.close();
     const results = await Promise.all(children.map((c) => c.done));
-    for (const r of results) {
-      expect(r.stderr).toBe('');
-      expect(r.code).toBe(0);
-      expect(r.stdout.trim().split('\n').at(-1)).toBe(JSON.stringify(VERSIONS));
-    }
+    for (const r of results) expectOpened(r);
     const store = SqliteStore.open(file);
     expect(await store.migrations()).toEqual(VERSIONS);
     await store.close();
@@ -79,10 +82,7 @@ describe('SqliteStore migrations', () => {
     await sleep(500);
     holder.exec('COMMIT');
     holder.close();
-    const result = await child.done;
-    expect(result.stderr).toBe('');
-    expect(result.code).toBe(0);
-    expect(result.stdout.trim().split('\n').at(-1)).toBe(JSON.stringify(VERSIONS));
+    expectOpened(await child.done);
     const check = new Database(file);
     expect(check.pragma('journal_mode', { simple: true })).toBe('wal');
     check.close();
