@@ -54,6 +54,21 @@ export function agreement(a: readonly number[], b: readonly number[], band: Band
   return { resolved, same, sameBeyondBand };
 }
 
+/**
+ * Index pairs `a` does not tell apart (within the pair's band) and `b` does (beyond it): where
+ * `b`'s ranks with ties differ from `a`'s without `b` ordering any pair of `a`'s otherwise.
+ */
+export function separatedOnlyBy(a: readonly number[], b: readonly number[], band: Band): [number, number][] {
+  const out: [number, number][] = [];
+  for (let i = 0; i < a.length; i++) {
+    for (let j = i + 1; j < a.length; j++) {
+      const w = bandOf(band, i, j);
+      if (Math.abs(a[i]! - a[j]!) <= w && Math.abs(b[i]! - b[j]!) > w) out.push([i, j]);
+    }
+  }
+  return out;
+}
+
 /** Mean and sample standard deviation (0 for a single value). */
 export function meanAndSd(xs: readonly number[]): { mean: number; sd: number } {
   if (xs.length === 0) throw new Error('no values');

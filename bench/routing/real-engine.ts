@@ -16,6 +16,7 @@
  * (a nonce would add tokens and leave the earlier runs' blocks competing for the LRU's room).
  */
 import { existsSync, rmSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { SAMPLING_DEFAULTS } from '../../gateway/sampling-schema.js';
 import { createRouter } from '../../scheduler/router.js';
@@ -24,7 +25,7 @@ import { createPolicy, type PolicyName } from '../../scheduler/routing/policies/
 import { agentBatch, simulate, type ModelPreset, type Workload } from '../../scheduler/simulator/index.js';
 import { closeTestSession, openTestSession, sessionInfo, startTestGateway, tempStore } from '../../test/helpers/gateway.js';
 import { buildTinyQwen3, SERVED_MODEL, startRealVllm, VLLM_PYTHON, type RealVllm } from '../../test/helpers/real-vllm.js';
-import { agreement, fitLine, inversions, meanAndSd, ranksWithTies, spreadBand } from './figures.js';
+import { agreement, fitLine, inversions, meanAndSd, ranksWithTies, separatedOnlyBy, spreadBand } from './figures.js';
 import { materialise, simulatorWorkload, type RecordedEpisode, type ScriptedEpisode } from './real-engine-workload.js';
 import { table } from './table.js';
 import { counterDelta, readCacheConfig, readCounters, sumCounters, type VllmCacheConfig, type VllmCounters } from './vllm-metrics.js';
@@ -87,11 +88,14 @@ async function timedCompletion(engine: RealVllm, prompt: number[], maxTokens: nu
 }
 
 const CALIBRATION = { prefillLengths: [256, 1024, 2048, 3072], decode: 65, context: 1024, batches: [1, 2, 4, 8] };
+/** Decode-step tries per batch size: the faster of `valid` positive ones, at most `max` in all. */
+const STEP_TRIES = { valid: 2, max: 6 };
 
 /**
  * One instance's timings: a one-token answer on fresh prompts of each length (prefill only), and
  * one decode step of `n` concurrent sequences (`n` 65-token answers less `n` one-token ones on
- * the same cached prompts). Each point is the faster of two tries, the machine being shared.
+ * the same cached prompts). Each point is the faster of two tries, the machine being shared (a
+ * decode step the faster of two positive ones, see STEP_TRIES).
  */
 async function measure(engine: RealVllm): Promise<{ prefill: number[]; steps: number[] }> {
   let nonce = 0;
@@ -109,9 +113,15 @@ async function measure(engine: RealVllm): Promise<{ prefill: number[]; steps: nu
     const prompts = Array.from({ length: n }, () => fresh(context));
     const all = (maxTokens: number) => Promise.all(prompts.map((p) => timedCompletion(engine, p, maxTokens))).then((t) => Math.max(...t));
     await all(1);
-    let best = Infinity;
-    for (let i = 0; i < 2; i++) best = Math.min(best, ((await all(decode)) - (await all(1))) / (decode - 1));
-    steps.push(best);
+    // A try whose one-token pass was slowed by the machine comes out negative: it measures nothing
+    // and is tried again (a minimum over the tries would pick it).
+    const tries: number[] = [];
+    for (let i = 0; i < STEP_TRIES.max && tries.length < STEP_TRIES.valid; i++) {
+      const step = ((await all(decode)) - (await all(1))) / (decode - 1);
+      if (step > 0) tries.push(step);
+    }
+    if (tries.length === 0) throw new Error(`calibration: no positive decode step time for ${n} sequences in ${STEP_TRIES.max} tries`);
+    steps.push(Math.min(...tries));
   }
   return { prefill, steps };
 }
@@ -126,19 +136,20 @@ async function measure(engine: RealVllm): Promise<{ prefill: number[]; steps: nu
 async function calibrate(engines: RealVllm[], capacityTokens: number): Promise<{ preset: ModelPreset; points: string }> {
   const { prefillLengths, decode, context, batches } = CALIBRATION;
   const measured = await Promise.all(engines.map(measure));
-  const a = fitLine(
-    measured.flatMap(() => prefillLengths),
-    measured.flatMap((m) => m.prefill),
-  ).slope;
+  // The instances are alike (same model, settings and share of the CPU): each point is the faster
+  // one's, so one point the machine slowed (a 2k-token prefill once took 400 ms against 40) does
+  // not tilt the fit.
+  const fastest = (pick: (m: (typeof measured)[number]) => number[]) => pick(measured[0]!).map((_, i) => Math.min(...measured.map((m) => pick(m)[i]!)));
+  const prefill = fastest((m) => m.prefill);
+  const steps = fastest((m) => m.steps);
+  const a = fitLine(prefillLengths, prefill).slope;
   const { intercept: c0, slope: b } = fitLine(
-    measured.flatMap(() => batches.map((n) => n * (context + decode / 2))),
-    measured.flatMap((m) => m.steps),
+    batches.map((n) => n * (context + decode / 2)),
+    steps,
   );
-  const mean = (pick: (m: (typeof measured)[number]) => number[]) => pick(measured[0]!).map((_, i) => (1000 * measured.reduce((s, m) => s + pick(m)[i]!, 0)) / measured.length);
   if (a <= 0 || c0 <= 0 || b < 0) throw new Error(`calibration gave a step cost that is not one: c0 ${c0}, a ${a}, b ${b} (${JSON.stringify(measured)})`);
-  const points =
-    `mean of the instances: prefill of ${prefillLengths.join('/')} tokens ${mean((m) => m.prefill).map((x) => x.toFixed(1)).join('/')} ms; ` +
-    `decode step of ${batches.join('/')} × ${context}-token sequences ${mean((m) => m.steps).map((x) => x.toFixed(1)).join('/')} ms`;
+  const ms = (xs: number[]) => xs.map((x) => (1000 * x).toFixed(1)).join('/');
+  const points = `faster instance: prefill of ${prefillLengths.join('/')} tokens ${ms(prefill)} ms; decode step of ${batches.join('/')} × ${context}-token sequences ${ms(steps)} ms`;
   return { preset: { name: 'tiny Qwen3 on vLLM CPU (fitted)', c0, a, b, kvCapacityTokens: capacityTokens }, points };
 }
 
@@ -235,7 +246,9 @@ async function runOnEngines(v: Variant, engines: RealVllm[], cache: VllmCacheCon
 
 /** Starts both engines; if either fails, the other is closed before the error is thrown. */
 async function startEngines(modelDir: string): Promise<RealVllm[]> {
-  const started = await Promise.allSettled([0, 1].map(() => startRealVllm({ modelDir, ...ENGINE, devMode: true })));
+  // One core each where there are two, as each engine of a deployment has its own accelerator.
+  const cores = availableParallelism();
+  const started = await Promise.allSettled([0, 1].map((i) => startRealVllm({ modelDir, ...ENGINE, devMode: true, ...(cores >= 2 && { cpus: String(i) }) })));
   const engines = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failed) {
@@ -350,15 +363,21 @@ export async function runRealEngineComparison(): Promise<void> {
     const flipped = inversions(engineMeans, simMeans, band);
     const sameRanks = engineRanks.every((rank, i) => rank === simRanks[i]);
     const agreed = agreement(engineMeans, simMeans, band);
+    // The engines' ranking is what their rounds resolve: the simulator matches it when it orders
+    // every pair they tell apart the same way; a pair they tie, it may still separate.
+    const sameRanking = agreed.same === agreed.resolved;
+    const finer = separatedOnlyBy(engineMeans, simMeans, band);
+    const pairs = (list: [number, number][]) => list.map(([i, j]) => `${rows[i]!.v.label} / ${rows[j]!.v.label}`).join(', ');
     console.log(
       `the engines' own rounds: ${selfInversions} pair${selfInversions === 1 ? '' : 's'} of policies ordered oppositely by more than ${TIE_BAND} points between two rounds; ` +
         `tie band per pair: twice the standard error of the difference of the engine means, at least ${TIE_BAND} points (${Math.min(...pairBands).toFixed(1)}–${Math.max(...pairBands).toFixed(1)})`,
     );
     console.log(
       `verdict: max |difference| ${worst.toFixed(1)} points (target ≤ ${TARGET_POINTS}: ${worst <= TARGET_POINTS ? 'met' : 'NOT met'}); ` +
-        `ranks (ties within the band) ${sameRanks ? 'equal' : 'differ'}; ` +
-        `of the ${agreed.resolved} pairs of policies the engines tell apart, the simulator orders ${agreed.same} the same way (${agreed.sameBeyondBand} by more than the band); ` +
-        `${flipped.length === 0 ? 'no pair ordered oppositely by more than its band' : `ordered oppositely: ${flipped.map(([i, j]) => `${rows[i]!.v.label} / ${rows[j]!.v.label}`).join(', ')}`}`,
+        `ranking: of the ${agreed.resolved} pairs of policies the engines tell apart, the simulator orders ${agreed.same} the same way (${agreed.sameBeyondBand} by more than the band) ` +
+        `(target: all: ${sameRanking ? 'met' : 'NOT met'}); ` +
+        `${flipped.length === 0 ? 'no pair ordered oppositely by more than its band' : `ordered oppositely: ${pairs(flipped)}`}; ` +
+        `ranks with ties ${sameRanks ? 'equal' : 'differ'}${finer.length > 0 ? ` (pairs the engines tie and the simulator separates: ${pairs(finer)})` : ''}`,
     );
     // The engine's counters against what its answers carried: they part when a preempted call is
     // looked up again on resuming (counted twice in the metrics, once in usage).

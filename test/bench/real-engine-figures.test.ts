@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { agreement, fitLine, inversions, meanAndSd, ranksWithTies, spreadBand } from '../../bench/routing/figures.js';
+import { agreement, fitLine, inversions, meanAndSd, ranksWithTies, separatedOnlyBy, spreadBand } from '../../bench/routing/figures.js';
 import { counterDelta, readCacheConfig, readCounters, sumCounters } from '../../bench/routing/vllm-metrics.js';
 
 const METRICS = (hits: number, queries: number) => `# HELP vllm:prefix_cache_queries_total Prefix cache queries.
@@ -50,6 +50,9 @@ describe('real-engine figures', () => {
     // The reference tells apart (1, 2) and every pair with 3; b orders (1, 2) the other way, and
     // (0, 3) the same way but within the band.
     expect(agreement([75, 78, 75, 60], [64, 76, 79, 60], band)).toEqual({ resolved: 4, same: 3, sameBeyondBand: 2 });
+    // (0, 1) and (0, 2) are within their 6-point band for the reference; b puts 0 11 and 15 points below them.
+    expect(separatedOnlyBy([75, 78, 75, 60], [64, 76, 79, 60], band)).toEqual([[0, 1], [0, 2]]);
+    expect(separatedOnlyBy([75, 78, 75, 60], [75, 78, 75, 60], band)).toEqual([]);
   });
 
   it('fits the least-squares line', () => {

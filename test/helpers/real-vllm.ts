@@ -87,6 +87,12 @@ export interface RealVllmOptions {
   maxNumBatchedTokens?: number;
   /** `VLLM_SERVER_DEV_MODE=1`, which serves the development endpoints (`POST /reset_prefix_cache`). Default off. */
   devMode?: boolean;
+  /**
+   * `VLLM_CPU_OMP_THREADS_BIND`: the CPU ids the model runs on, e.g. `"1"`. Default vLLM's `auto`,
+   * which on a 2-core machine puts every instance on core 0 (core 1 kept for the rest), so two
+   * instances take turns on one core and slow each other unevenly.
+   */
+  cpus?: string;
 }
 
 export interface RealVllm {
@@ -128,7 +134,7 @@ export async function startRealVllm(options: RealVllmOptions): Promise<RealVllm>
   const child = spawn(python, args, {
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...OFFLINE_ENV, VLLM_CPU_KVCACHE_SPACE: '1', ...(options.devMode ? { VLLM_SERVER_DEV_MODE: '1' } : {}) },
+    env: { ...process.env, ...OFFLINE_ENV, VLLM_CPU_KVCACHE_SPACE: '1', ...(options.devMode ? { VLLM_SERVER_DEV_MODE: '1' } : {}), ...(options.cpus !== undefined ? { VLLM_CPU_OMP_THREADS_BIND: options.cpus } : {}) },
   });
   let output = '';
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
