@@ -19,7 +19,9 @@
  *     a failed session stops, the run goes on);
  *   - engine CPU ms per turn, to show when the engine and not the gateway is the bottleneck.
  * Modes (BENCH_MODE, comma-separated; default all):
- *   closed  — closed loop, every session at once with no think time, at BENCH_SESSIONS;
+ *   closed  — closed loop, every session at once with no think time, at BENCH_SESSIONS; a single
+ *             session is run BENCH_SINGLE_SESSIONS (8) times in turn (printed `1x8`): /proc counts
+ *             CPU in 10 ms ticks, which on one session's 16 turns is 0.6 ms per turn;
  *   open    — open loop: BENCH_OPEN_SESSIONS sessions arriving BENCH_OPEN_RATE per second, each
  *             thinking (its tool running) an exponential BENCH_THINK_MS on average between turns;
  *   scale   — closed loop at BENCH_SCALE_SESSIONS through 1..N gateway processes (BENCH_PROCESSES),
@@ -34,7 +36,7 @@
  * CPUs: the middlebox under test (gateway replicas, LiteLLM, the Node proxy) runs on the upper half of the allowed
  * CPUs, the engine and this load generator on the rest (taskset; bench/gateway/cpus.ts), as in a
  * deployment where the gateway shares no cores with engines and agents. BENCH_PIN=0 unpins all.
- * Knobs (defaults): BENCH_TURNS (16), BENCH_SESSIONS (1,64,256), BENCH_OPEN_SESSIONS (256),
+ * Knobs (defaults): BENCH_TURNS (16), BENCH_SESSIONS (1,64,256), BENCH_SINGLE_SESSIONS (8), BENCH_OPEN_SESSIONS (256),
  * BENCH_OPEN_RATE (16), BENCH_THINK_MS (2000), BENCH_PROCESSES (1,2), BENCH_SCALE_SESSIONS (64),
  * BENCH_LITELLM_SESSIONS (1,64: the peers' rows), BENCH_LITELLM_DIRECT_SESSIONS (1), BENCH_GATEWAY_NODE_ARGS (none:
  * extra node flags for the gateway processes, e.g. `--cpu-prof`), BENCH_GATEWAY_GC (single: the
@@ -55,6 +57,7 @@ import { SqliteStore } from '../trajectory/index.js';
 import {
   chatConversations,
   closedLoop,
+  concurrencyOf,
   countStatus,
   describeErrors,
   errorCount,
@@ -85,6 +88,9 @@ const SCALE_SESSIONS = num('BENCH_SCALE_SESSIONS', 64);
 const LITELLM_SESSIONS = list('BENCH_LITELLM_SESSIONS', '1,64').map(Number);
 const LITELLM_DIRECT_SESSIONS = num('BENCH_LITELLM_DIRECT_SESSIONS', 1);
 const WARMUP_SESSIONS = num('BENCH_WARMUP_SESSIONS', 4);
+const SINGLE_SESSIONS = num('BENCH_SINGLE_SESSIONS', 8);
+/** A closed-loop row of `n` sessions at once: a single session is run `SINGLE_SESSIONS` times, one after another. */
+const closedRow = (n: number) => closedLoop(n, TURNS, n === 1 ? SINGLE_SESSIONS : n);
 const WITH_LITELLM = MODES.has('litellm') && process.env.BENCH_LITELLM !== '0';
 const PIN = process.env.BENCH_PIN !== '0';
 /** The session budget: room for every turn and the whole context. */
@@ -101,7 +107,10 @@ interface Row {
   /** The middlebox: the gateway, LiteLLM, or the bare Node proxy (`node`). */
   path: 'gateway' | Peer['path'];
   mode: string;
+  /** Sessions at once. */
   sessions: number;
+  /** Sessions in all (more than `sessions` when they ran in turn). */
+  sessionsInAll: number;
   processes: number;
   cpuMsPerTurn: number;
   /** Gateway CPU of closing a session (its drift check re-renders and re-encodes the history); null for LiteLLM. */
@@ -148,7 +157,7 @@ function printRow(r: Row): void {
   const cells = [
     r.path.padEnd(7),
     r.mode.padEnd(6),
-    String(r.sessions).padStart(4),
+    (r.sessionsInAll > r.sessions ? `${r.sessions}x${r.sessionsInAll}` : String(r.sessions)).padStart(4),
     String(r.processes).padStart(4),
     String(r.contextTokens).padStart(7),
     fixed(r.cpuMsPerTurn, 2).padStart(11),
@@ -253,6 +262,7 @@ async function gatewayRow(bench: Bench, gateways: Service[], mode: string, label
   const started = performance.now();
   const sessions = schedule.startMs.length;
   const ids = Array.from({ length: sessions }, (_, s) => `${label}-${s}`);
+  // Every session is opened before the pass and closed after it, so all of them are live at its end.
   const before = await Promise.all(urls.map((u) => gatewayStats(u, '?gc=1')));
   const errors = noErrors();
   const keys = await openSessions(urls, ids, errors);
@@ -283,7 +293,8 @@ async function gatewayRow(bench: Bench, gateways: Service[], mode: string, label
   return {
     path: 'gateway',
     mode,
-    sessions,
+    sessions: concurrencyOf(schedule),
+    sessionsInAll: sessions,
     processes: gateways.length,
     cpuMsPerTurn: (cpu1 - cpu0) / Math.max(1, pass.turns),
     closeCpuMsPerSession: (cpu3 - cpu2) / Math.max(1, sessions),
@@ -318,10 +329,11 @@ interface Peer {
  */
 async function peerRow(bench: Bench, peer: Peer, sessions: number): Promise<Row> {
   const started = performance.now();
-  const schedule = closedLoop(sessions, TURNS);
+  const schedule = closedRow(sessions);
   const label = `${peer.path}-${sessions}`;
   const errors = noErrors();
-  const conversations = chatConversations({ urls: [peer.service.url], token: () => LITELLM_KEY, sessionId: (s) => `${label}-${s}` }, sessions, label, errors);
+  const inAll = schedule.startMs.length;
+  const conversations = chatConversations({ urls: [peer.service.url], token: () => LITELLM_KEY, sessionId: (s) => `${label}-${s}` }, inAll, label, errors);
   bench.children.noteDescendants(peer.service.child);
   const cpu0 = treeCpuMs(peer.service.child.pid);
   const engine0 = ownCpuMs(bench.engine.child.pid);
@@ -333,13 +345,14 @@ async function peerRow(bench: Bench, peer: Peer, sessions: number): Promise<Row>
   let direct: PassResult | null = null;
   if (sessions <= LITELLM_DIRECT_SESSIONS) {
     const directErrors = noErrors();
-    const directTurn = chatConversations({ urls: [bench.engine.url], token: () => undefined, sessionId: (s) => `${label}-${s}` }, sessions, label, directErrors);
+    const directTurn = chatConversations({ urls: [bench.engine.url], token: () => undefined, sessionId: (s) => `${label}-${s}` }, inAll, label, directErrors);
     direct = await runPass(schedule, directTurn.turn, directErrors);
   }
   return {
     path: peer.path,
     mode: 'closed',
     sessions,
+    sessionsInAll: inAll,
     processes: 1,
     cpuMsPerTurn: (cpu1 - cpu0) / Math.max(1, pass.turns),
     closeCpuMsPerSession: null,
@@ -423,7 +436,7 @@ async function run(bench: Bench, rows: Row[]): Promise<void> {
   // Unreported: JIT compilation and first-use caches would otherwise land on the first row.
   await gatewayRow(bench, main, 'warmup', 'warmup', closedLoop(WARMUP_SESSIONS, TURNS), false);
   printHeader();
-  if (MODES.has('closed')) for (const n of SESSIONS) record(await gatewayRow(bench, main, 'closed', `closed-${n}`, closedLoop(n, TURNS), true));
+  if (MODES.has('closed')) for (const n of SESSIONS) record(await gatewayRow(bench, main, 'closed', `closed-${n}`, closedRow(n), true));
   if (MODES.has('open')) record(await gatewayRow(bench, main, 'open', 'open', openLoop(OPEN_SESSIONS, TURNS, OPEN_RATE, THINK_MS), true));
   if (MODES.has('scale')) {
     for (const n of PROCESSES) {

@@ -24,13 +24,30 @@ export function percentile(values: number[], p: number): number {
 export interface Schedule {
   startMs: number[];
   thinkMs: number[][];
+  /**
+   * At most this many sessions run at once: the others wait, in order, for one to finish (their
+   * `startMs` counted from then). Default all of them.
+   */
+  concurrency?: number;
 }
 
-/** Everyone at once, no think time: the closed loop. */
-export function closedLoop(sessions: number, turns: number): Schedule {
-  return { startMs: Array.from({ length: sessions }, () => 0), thinkMs: Array.from({ length: sessions }, () => Array.from({ length: turns }, () => 0)) };
+/**
+ * The closed loop, no think time: `concurrency` sessions at a time, `sessions` in all (default
+ * `concurrency`: everyone at once). More sessions than run at once give a low-concurrency row
+ * enough turns for a CPU figure: /proc counts CPU in 10 ms ticks.
+ */
+export function closedLoop(concurrency: number, turns: number, sessions = concurrency): Schedule {
+  return {
+    startMs: Array.from({ length: sessions }, () => 0),
+    thinkMs: Array.from({ length: sessions }, () => Array.from({ length: turns }, () => 0)),
+    concurrency,
+  };
 }
 
+/** Sessions at once under `schedule`. */
+export function concurrencyOf(schedule: Schedule): number {
+  return Math.min(schedule.concurrency ?? Infinity, schedule.startMs.length);
+}
 
 /** Sessions arriving `ratePerSecond` apart, exponential think time of mean `meanThinkMs` before each later turn. */
 export function openLoop(sessions: number, turns: number, ratePerSecond: number, meanThinkMs: number, seed = 1): Schedule {
@@ -104,20 +121,24 @@ export async function runPass(schedule: Schedule, turn: (session: number, index:
   const started = performance.now();
   let last = started;
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-  await Promise.all(
-    schedule.startMs.map(async (startMs, s) => {
-      await sleep(startMs);
-      for (const [t, think] of schedule.thinkMs[s]!.entries()) {
-        if (think > 0) await sleep(think);
-        const t0 = performance.now();
-        const ok = await turn(s, t);
-        last = performance.now();
-        if (!ok) return;
-        latenciesMs.push(last - t0);
-        byTurn[s]![t] = last - t0;
-      }
-    }),
-  );
+  const session = async (s: number): Promise<void> => {
+    await sleep(schedule.startMs[s]!);
+    for (const [t, think] of schedule.thinkMs[s]!.entries()) {
+      if (think > 0) await sleep(think);
+      const t0 = performance.now();
+      const ok = await turn(s, t);
+      last = performance.now();
+      if (!ok) return;
+      latenciesMs.push(last - t0);
+      byTurn[s]![t] = last - t0;
+    }
+  };
+  // Each runner takes the next session not started when its own one ends.
+  let next = 0;
+  const runner = async (): Promise<void> => {
+    while (next < schedule.startMs.length) await session(next++);
+  };
+  await Promise.all(Array.from({ length: concurrencyOf(schedule) }, runner));
   return { latenciesMs, byTurn, seconds: (last - started) / 1000, turns: latenciesMs.length, errors };
 }
 
