@@ -45,7 +45,9 @@ let url: string;
 
 beforeAll(async () => {
   modelDir = await buildTinyQwen3();
-  vllm = await startRealVllm({ modelDir, processedLogprobs: true, kvEvents: { port: await freePort(), replayPort: await freePort() } });
+  // A long context, so the answers cut by a disconnect or a pause are long enough that the engine
+  // is still generating when the cut reaches it, however fast it samples (see LONG_ANSWER_TOKENS).
+  vllm = await startRealVllm({ modelDir, processedLogprobs: true, maxModelLen: 8192, kvEvents: { port: await freePort(), replayPort: await freePort() } });
   proxy = await startRecordingProxy(vllm.url);
   store = tempStore('vllm-real-');
   const engines = [
@@ -153,6 +155,14 @@ async function oneTurn(sessionId: string, instance: string, temperature: number,
   return turns[0]!;
 }
 
+/**
+ * An answer the disconnect and pause tests cut: long enough that the engine is still generating
+ * when the cut reaches it. On loaded CI machines the gateway, in this test's process, fell behind
+ * the engine by seconds: 600 and then 1,800 tokens were done before the client had read 10
+ * chunks. About 30 s of sampling for the tiny model on one CPU core.
+ */
+const LONG_ANSWER_TOKENS = 6000;
+
 describe('the gateway over a real vLLM', { timeout: TEST_MS }, () => {
   it("knows from vLLM's own KV events which prefix it holds: the router's count is what vLLM then reports cached", async () => {
     const events = router.kvLookup!.events;
@@ -248,7 +258,7 @@ describe('the gateway over a real vLLM', { timeout: TEST_MS }, () => {
   });
 
   it('aborts the engine request when the client disconnects, as the router sees in the scraped metrics', async () => {
-    const maxTokens = 1800;
+    const maxTokens = LONG_ANSWER_TOKENS;
     const key = await openTestSession(url, 's-disconnect', sessionInfo({ homeInstance: DIRECT, sampling: { ...SAMPLING, maxTokens } }));
     const generatedBefore = counter((await engineMetrics()).samples, 'vllm:generation_tokens_total');
     const client = new AbortController();
@@ -269,9 +279,7 @@ describe('the gateway over a real vLLM', { timeout: TEST_MS }, () => {
   });
 
   it('pauses with abort and continues the same answer from its tokens after the resume', async () => {
-    // Long enough that the engine is still generating when the pause reaches it: on a loaded CI
-    // machine 600 tokens were done before the client had read 10 chunks.
-    const maxTokens = 1800;
+    const maxTokens = LONG_ANSWER_TOKENS;
     const key = await openTestSession(url, 's-pause', sessionInfo({ homeInstance: DIRECT, sampling: { ...SAMPLING, maxTokens } }));
     const stream = streamChat(key, 'Write another essay.');
     await vi.waitFor(() => expect(stream.chunks.length).toBeGreaterThan(10), { timeout: 60_000, interval: 20 });

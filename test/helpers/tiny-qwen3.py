@@ -51,7 +51,7 @@ def build(model_dir: str, tokenizer_dir: str) -> None:
         num_attention_heads=2,
         num_key_value_heads=2,
         head_dim=32,
-        max_position_embeddings=4096,
+        max_position_embeddings=16384,
         tie_word_embeddings=False,
         initializer_range=INIT_STD,
         bos_token_id=151643,
