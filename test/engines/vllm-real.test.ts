@@ -157,11 +157,19 @@ async function oneTurn(sessionId: string, instance: string, temperature: number,
 
 /**
  * An answer the disconnect and pause tests cut: long enough that the engine is still generating
- * when the cut reaches it. On loaded CI machines the gateway, in this test's process, fell behind
- * the engine by seconds: 600 and then 1,800 tokens were done before the client had read 10
- * chunks. About 30 s of sampling for the tiny model on one CPU core.
+ * when the cut reaches it. About 30 s of sampling for the tiny model on one CPU core.
  */
 const LONG_ANSWER_TOKENS = 6000;
+
+/**
+ * Waits until the engine has sampled `tokens` more than `before` (its own counter). The tests wait
+ * on the engine, not on the client's chunks: the tiny model samples random tokens, and one that
+ * opens a tool call holds the rest of the answer back from the stream (it could be a call) until
+ * the answer ends, so the client's chunks can stop early and arrive only when the answer is done.
+ */
+async function waitForSampled(before: number, tokens: number): Promise<void> {
+  await vi.waitFor(async () => expect(counter((await engineMetrics()).samples, 'vllm:generation_tokens_total') - before).toBeGreaterThanOrEqual(tokens), { timeout: 60_000, interval: 20 });
+}
 
 describe('the gateway over a real vLLM', { timeout: TEST_MS }, () => {
   it("knows from vLLM's own KV events which prefix it holds: the router's count is what vLLM then reports cached", async () => {
@@ -263,7 +271,7 @@ describe('the gateway over a real vLLM', { timeout: TEST_MS }, () => {
     const generatedBefore = counter((await engineMetrics()).samples, 'vllm:generation_tokens_total');
     const client = new AbortController();
     const stream = streamChat(key, 'Write a long essay.', client.signal);
-    await vi.waitFor(() => expect(stream.chunks.length).toBeGreaterThan(5), { timeout: 60_000, interval: 20 });
+    await waitForSampled(generatedBefore, 6);
     // The router's own scrape of vLLM's /metrics sees the request running.
     await vi.waitFor(() => expect(router.registry.metrics(DIRECT)).toMatchObject({ running: 1 }), { timeout: 10_000, interval: 20 });
     expect(router.registry.metrics(DIRECT)!.kvUsage).toBeGreaterThan(0);
@@ -281,8 +289,9 @@ describe('the gateway over a real vLLM', { timeout: TEST_MS }, () => {
   it('pauses with abort and continues the same answer from its tokens after the resume', async () => {
     const maxTokens = LONG_ANSWER_TOKENS;
     const key = await openTestSession(url, 's-pause', sessionInfo({ homeInstance: DIRECT, sampling: { ...SAMPLING, maxTokens } }));
+    const sampledBefore = counter((await engineMetrics()).samples, 'vllm:generation_tokens_total');
     const stream = streamChat(key, 'Write another essay.');
-    await vi.waitFor(() => expect(stream.chunks.length).toBeGreaterThan(10), { timeout: 60_000, interval: 20 });
+    await waitForSampled(sampledBefore, 11);
     await vi.waitFor(async () => expect((await engineMetrics()).running).toBe(1), { timeout: 10_000, interval: 20 });
     const { version: from } = (await (await fetch(`${url}/admin/v1/policy`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } })).json()) as { version: number };
     const pause = await admin('/admin/v1/policy/pause', { mode: 'abort' });
