@@ -12,7 +12,8 @@
  * tokenizers interleaved text by text, with ratios against native; then the longest event-loop stall
  * (monitorEventLoopDelay max, and p99) and the wall time while 8 32k-token texts are encoded at
  * once; and the CPU of decoding a 2k-token turn (the native tokenizer decodes from the byte-level
- * vocabulary). On a loaded host the native stall is the OS descheduling the loop thread behind the pool's.
+ * vocabulary), and of streaming answers of 1k-32k tokens through the stream splitter against
+ * decoding the whole answer at each token. On a loaded host the native stall is the OS descheduling the loop thread behind the pool's.
  * Environment: BENCH_ROUNDS (default 8).
  */
 import { execFileSync } from 'node:child_process';
@@ -24,6 +25,7 @@ import { jsTextTokenizer, JsTokenizer } from '../gateway/codec/js-tokenizer.js';
 import { defaultModelDir, loadModelFiles } from '../gateway/codec/model-files.js';
 import { loadNativeTokenizer } from '../gateway/codec/native-tokenizer.js';
 import { withPretokenCache } from '../gateway/codec/pretoken-cache.js';
+import { StreamSplitter } from '../gateway/codec/stream-splitter.js';
 import type { TextTokenizer } from '../gateway/codec/tokenizer.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 8);
@@ -95,6 +97,34 @@ function decodeCost(ids: number[], decoders: Record<string, { decode(ids: readon
   console.log(`decode of a 2k-token turn: ${Object.entries(us).map(([k, v]) => `${k} ${v.toFixed(0)} µs`).join(', ')}`);
 }
 
+/**
+ * Streaming an answer token by token through the stream splitter (what a streamed turn costs the
+ * gateway's loop), against decoding the whole answer at each token (how it streamed before: O(n²)),
+ * at growing answer lengths; per token, so a flat row is linear.
+ */
+function streamCost(ids: number[], decoders: Record<string, Pick<TextTokenizer, 'decode'>>, endOfTurnId: number): void {
+  for (const length of [1024, 8192, 32_768]) {
+    const answer = ids.slice(0, length);
+    const row: string[] = [];
+    for (const [kind, d] of Object.entries(decoders)) {
+      let start = cpuMs();
+      const splitter = new StreamSplitter(d, endOfTurnId);
+      for (const id of answer) splitter.push([id]);
+      const incremental = ((cpuMs() - start) * 1000) / length;
+      // The whole-answer decode is quadratic: measured on up to 8k tokens, 32k would take minutes.
+      let whole = '(not run)';
+      if (length <= 8192) {
+        start = cpuMs();
+        for (let k = 1; k <= length; k++) d.decode(answer.slice(0, k));
+        const us = ((cpuMs() - start) * 1000) / length;
+        whole = `${us.toFixed(1)} µs (${(us / incremental).toFixed(0)}x)`;
+      }
+      row.push(`${kind} ${incremental.toFixed(1)} µs, whole-answer decode ${whole}`);
+    }
+    console.log(`streaming a ${length}-token answer, CPU per token: ${row.join('; ')}`);
+  }
+}
+
 async function stall(kind: string, tk: TextTokenizer, inputs: string[]): Promise<void> {
   const delay = monitorEventLoopDelay({ resolution: 1 });
   // A timer keeps the loop turning, so a blocked loop shows as one long delay.
@@ -151,6 +181,7 @@ async function main(): Promise<void> {
   await cpuPerToken('32k-token texts', tokenizers, texts(sync, ids, 32_768, ROUNDS));
   await cpuPerToken('2k-token new tool outputs', tokenizers, Array.from({ length: ROUNDS * 16 }, (_, i) => toolOutput(10_000 + i)));
   decodeCost(ids, { native, 'pure-JS': sync });
+  streamCost(ids, { native, 'pure-JS': sync }, sync.tokenId('<|im_end|>'));
   const big = texts(sync, ids.slice(ROUNDS * 32_768), 32_768, CONCURRENT);
   await stall('native', native, big);
   await stall('pure-JS', js, big);

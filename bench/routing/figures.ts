@@ -15,19 +15,30 @@ export function ranksWithTies(values: readonly number[], band: Band): number[] {
   return values.map((v, i) => 1 + values.filter((w, j) => w > v + bandOf(band, i, j)).length);
 }
 
+/** One index pair (i < j): how `a` and `b` order it (`da`, `db`: i's value minus j's) and its band. */
+interface PairDifference {
+  i: number;
+  j: number;
+  da: number;
+  db: number;
+  band: number;
+}
+
+/** Every index pair i < j of two equally long value lists, with their differences and band. */
+function* pairDifferences(a: readonly number[], b: readonly number[], band: Band): Generator<PairDifference> {
+  for (let i = 0; i < a.length; i++) {
+    for (let j = i + 1; j < a.length; j++) yield { i, j, da: a[i]! - a[j]!, db: b[i]! - b[j]!, band: bandOf(band, i, j) };
+  }
+}
+
 /**
  * Index pairs ordered oppositely by `a` and `b`, each by more than the pair's band: a real
  * inversion, not a tie read one way on one side.
  */
 export function inversions(a: readonly number[], b: readonly number[], band: Band): [number, number][] {
   const out: [number, number][] = [];
-  for (let i = 0; i < a.length; i++) {
-    for (let j = i + 1; j < a.length; j++) {
-      const da = a[i]! - a[j]!;
-      const db = b[i]! - b[j]!;
-      const w = bandOf(band, i, j);
-      if ((da > w && db < -w) || (da < -w && db > w)) out.push([i, j]);
-    }
+  for (const { i, j, da, db, band: w } of pairDifferences(a, b, band)) {
+    if ((da > w && db < -w) || (da < -w && db > w)) out.push([i, j]);
   }
   return out;
 }
@@ -40,16 +51,12 @@ export function agreement(a: readonly number[], b: readonly number[], band: Band
   let resolved = 0;
   let same = 0;
   let sameBeyondBand = 0;
-  for (let i = 0; i < a.length; i++) {
-    for (let j = i + 1; j < a.length; j++) {
-      const w = bandOf(band, i, j);
-      const da = a[i]! - a[j]!;
-      if (Math.abs(da) <= w) continue;
-      resolved++;
-      const db = Math.sign(da) * (b[i]! - b[j]!);
-      if (db > 0) same++;
-      if (db > w) sameBeyondBand++;
-    }
+  for (const { da, db, band: w } of pairDifferences(a, b, band)) {
+    if (Math.abs(da) <= w) continue;
+    resolved++;
+    const along = Math.sign(da) * db;
+    if (along > 0) same++;
+    if (along > w) sameBeyondBand++;
   }
   return { resolved, same, sameBeyondBand };
 }
@@ -60,11 +67,8 @@ export function agreement(a: readonly number[], b: readonly number[], band: Band
  */
 export function separatedOnlyBy(a: readonly number[], b: readonly number[], band: Band): [number, number][] {
   const out: [number, number][] = [];
-  for (let i = 0; i < a.length; i++) {
-    for (let j = i + 1; j < a.length; j++) {
-      const w = bandOf(band, i, j);
-      if (Math.abs(a[i]! - a[j]!) <= w && Math.abs(b[i]! - b[j]!) > w) out.push([i, j]);
-    }
+  for (const { i, j, da, db, band: w } of pairDifferences(a, b, band)) {
+    if (Math.abs(da) <= w && Math.abs(db) > w) out.push([i, j]);
   }
   return out;
 }

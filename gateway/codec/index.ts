@@ -67,7 +67,10 @@ export async function loadCodec(options: CodecOptions = {}): Promise<Codec> {
   };
 }
 
-/** A stream splitter for one turn of this model. */
-export function streamSplitter(codec: Codec): StreamSplitter {
-  return new StreamSplitter(codec.tokenizer, codec.encoder.endOfTurnId, codec.encoder.opensReasoning);
+/**
+ * A stream splitter for one turn of this model; `callsAsContent` when the reply presents no calls
+ * (`presentsCalls` of the turn is false).
+ */
+export function streamSplitter(codec: Codec, callsAsContent: boolean): StreamSplitter {
+  return new StreamSplitter(codec.tokenizer, codec.encoder.endOfTurnId, { startsInReasoning: codec.encoder.opensReasoning, callsAsContent });
 }

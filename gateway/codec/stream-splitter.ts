@@ -1,3 +1,4 @@
+import { IncrementalDecoder } from './incremental-decode.js';
 import type { TextTokenizer } from './tokenizer.js';
 
 /** Text deltas of a turn being generated, split the way the protocols stream them. */
@@ -18,55 +19,92 @@ function partialTagLength(text: string, tag: string): number {
   return 0;
 }
 
+/** The text without the line breaks its part begins with, unless the part has `begun`. */
+function afterLeadingBreaks(text: string, begun: boolean): string {
+  return begun ? text : text.replace(/^\n+/, '');
+}
+
+/**
+ * Where the turn's text is: before its first characters say whether it opens `<think>`, in the
+ * reasoning, in the content, or past the first `<tool_call>` (nothing more is streamed).
+ */
+type Phase = 'start' | 'reasoning' | 'content' | 'call';
+
+export interface StreamSplitterOptions {
+  /**
+   * The generation prompt already opened `<think>` (thinking templates), so the turn begins as
+   * reasoning without sampling the tag. Default false.
+   */
+  startsInReasoning?: boolean;
+  /**
+   * The reply presents no calls (a request without tools, or `tool_choice: "none"`), so call text
+   * is content and streams as it comes instead of being held back. Default false.
+   */
+  callsAsContent?: boolean;
+}
+
 /**
  * Turns sampled ids into reasoning and content deltas as they arrive. Text inside `<think>` is
  * reasoning; text after it is content until the first `<tool_call>`, whose calls are returned
- * whole once the turn is parsed. Decoding the whole turn each time keeps multi-byte characters
- * split across tokens intact.
+ * whole once the turn is parsed (unless `callsAsContent`). Leading line breaks of each part are
+ * dropped. Each push costs what its new ids add: the ids are decoded incrementally and only the
+ * new text is scanned (with a possible partial tag held back), so a 30k-token answer does not cost
+ * O(n²).
  */
 export class StreamSplitter {
-  private readonly ids: number[] = [];
-  private sentReasoning = 0;
-  private sentContent = 0;
+  private readonly decoder: IncrementalDecoder;
+  private phase: Phase = 'start';
+  /** Text not yet placed: the start before it is known to open `<think>`, or a possible partial tag. */
+  private held = '';
+  /** Whether a character other than a line break was streamed, per part. */
+  private reasoningBegun = false;
+  private contentBegun = false;
+  private readonly callsAsContent: boolean;
 
-  /**
-   * @param startsInReasoning the generation prompt already opened `<think>` (thinking templates),
-   *   so the turn begins as reasoning without sampling the tag. Default false.
-   */
   constructor(
-    private readonly tokenizer: Pick<TextTokenizer, 'decode'>,
+    tokenizer: Pick<TextTokenizer, 'decode'>,
     private readonly endOfTurnId: number,
-    private readonly startsInReasoning = false,
-  ) {}
+    options: StreamSplitterOptions = {},
+  ) {
+    this.decoder = new IncrementalDecoder(tokenizer);
+    if (options.startsInReasoning) this.held = THINK_OPEN;
+    this.callsAsContent = options.callsAsContent ?? false;
+  }
 
   push(ids: number[]): StreamDelta {
-    this.ids.push(...ids.filter((id) => id !== this.endOfTurnId));
-    let text = (this.startsInReasoning ? THINK_OPEN : '') + this.tokenizer.decode(this.ids);
-    // An incomplete multi-byte character decodes to U+FFFD until its last token arrives.
-    while (text.endsWith('\uFFFD')) text = text.slice(0, -1);
-    let reasoning = '';
-    let rest = text;
-    if (text.trimStart().startsWith(THINK_OPEN) || THINK_OPEN.startsWith(text.trimStart())) {
-      const afterOpen = text.trimStart().slice(THINK_OPEN.length);
-      const close = afterOpen.indexOf(THINK_CLOSE);
-      if (close < 0) {
-        reasoning = afterOpen.slice(0, afterOpen.length - partialTagLength(afterOpen, THINK_CLOSE));
-        rest = '';
-      } else {
-        reasoning = afterOpen.slice(0, close);
-        rest = afterOpen.slice(close + THINK_CLOSE.length);
+    const delta: StreamDelta = { reasoning: '', content: '' };
+    if (this.phase === 'call') return delta;
+    let text = this.held + this.decoder.push(ids.filter((id) => id !== this.endOfTurnId));
+    this.held = '';
+    if (this.phase === 'start') {
+      const start = text.trimStart();
+      if (start.length < THINK_OPEN.length && THINK_OPEN.startsWith(start)) {
+        this.held = text;
+        return delta;
       }
+      this.phase = start.startsWith(THINK_OPEN) ? 'reasoning' : 'content';
+      if (this.phase === 'reasoning') text = start.slice(THINK_OPEN.length);
     }
-    reasoning = reasoning.replace(/^\n+/, '');
-    let content = rest.replace(/^\n+/, '');
-    const call = content.indexOf(CALL_OPEN);
-    content = call >= 0 ? content.slice(0, call) : content.slice(0, content.length - partialTagLength(content, CALL_OPEN));
-    const delta = {
-      reasoning: reasoning.slice(this.sentReasoning),
-      content: content.slice(this.sentContent),
-    };
-    this.sentReasoning = Math.max(this.sentReasoning, reasoning.length);
-    this.sentContent = Math.max(this.sentContent, content.length);
+    if (this.phase === 'reasoning') {
+      const close = text.indexOf(THINK_CLOSE);
+      const end = close >= 0 ? close : text.length - partialTagLength(text, THINK_CLOSE);
+      delta.reasoning = afterLeadingBreaks(text.slice(0, end), this.reasoningBegun);
+      this.reasoningBegun ||= delta.reasoning.length > 0;
+      if (close < 0) {
+        this.held = text.slice(end);
+        return delta;
+      }
+      this.phase = 'content';
+      text = text.slice(close + THINK_CLOSE.length);
+    }
+    const call = this.callsAsContent ? -1 : text.indexOf(CALL_OPEN);
+    let end = text.length;
+    if (call >= 0) end = call;
+    else if (!this.callsAsContent) end -= partialTagLength(text, CALL_OPEN);
+    delta.content = afterLeadingBreaks(text.slice(0, end), this.contentBegun);
+    this.contentBegun ||= delta.content.length > 0;
+    if (call >= 0) this.phase = 'call';
+    else this.held = text.slice(end);
     return delta;
   }
 }

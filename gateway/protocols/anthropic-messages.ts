@@ -6,7 +6,7 @@ import { streamSplitter } from '../codec/index.js';
 import type { GatewayDeps } from '../deps.js';
 import { GatewayError, InvalidRequestError, UnknownSessionError } from '../session/errors.js';
 import type { GatewaySession } from '../session/session.js';
-import { runTurn, type TurnInput, type TurnResult } from '../session/turn-runner.js';
+import { presentsCalls, runTurn, type TurnInput, type TurnResult } from '../session/turn-runner.js';
 import { lowerAnthropicRequest } from './anthropic-lower.js';
 import {
   budgetText,
@@ -168,7 +168,7 @@ async function streamMessage(
       },
     });
   };
-  const splitter = streamSplitter(deps.turns.codec);
+  const splitter = streamSplitter(deps.turns.codec, !presentsCalls(turn));
   let result: TurnResult;
   try {
     result = await runTurn(deps.turns, session, {

@@ -10,7 +10,7 @@ import { callsAllowed, ignoredOptions, reportIgnored } from './request-options.j
 import { disconnectSignal, sessionKeyOf } from '../auth.js';
 import { GatewayError, InvalidRequestError, UnknownSessionError } from '../session/errors.js';
 import type { AssistantMessage, CallsAllowed, TurnResult } from '../session/turn-runner.js';
-import { runTurn } from '../session/turn-runner.js';
+import { presentsCalls, runTurn } from '../session/turn-runner.js';
 import { TURN_HEADER, turnPositionOf } from '../session/replay.js';
 import type { GatewayDeps } from '../deps.js';
 import { JsonText, Name, REQUEST_LIMITS, Text } from '../limits.js';
@@ -194,7 +194,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: GatewayDeps)
     const send = (delta: object, finishReason: string | null = null) =>
       res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`);
     send({ role: 'assistant', content: '' });
-    const splitter = streamSplitter(deps.turns.codec);
+    const splitter = streamSplitter(deps.turns.codec, !presentsCalls(turn));
     let sentContent = '';
     try {
       const result = await runTurn(deps.turns, session, {

@@ -8,7 +8,7 @@ import { disconnectSignal, sessionKeyOf } from '../auth.js';
 import type { GatewayDeps } from '../deps.js';
 import { GatewayError, InvalidRequestError, UnknownSessionError } from '../session/errors.js';
 import type { GatewaySession } from '../session/session.js';
-import { runTurn, type CallsAllowed, type TurnInput, type TurnResult } from '../session/turn-runner.js';
+import { presentsCalls, runTurn, type CallsAllowed, type TurnInput, type TurnResult } from '../session/turn-runner.js';
 import { newId } from './ids.js';
 import { openAiError, sendOpenAiError } from './openai-error.js';
 import { lowerInput, lowerTools, presentCall, type LoweredTools } from './openai-responses-lower.js';
@@ -180,7 +180,7 @@ export function registerResponses(app: FastifyInstance, deps: GatewayDeps): void
     const started = responseObject(header, { status: 'in_progress', output: [], usage: null });
     events.send('response.created', { response: started });
     events.send('response.in_progress', { response: started });
-    const splitter = streamSplitter(deps.turns.codec);
+    const splitter = streamSplitter(deps.turns.codec, !presentsCalls(turn));
     const streamer = new OutputItemStreamer(events);
     try {
       const result = await runTurn(deps.turns, session, {

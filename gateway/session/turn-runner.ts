@@ -222,13 +222,18 @@ function repeatedTurn(chain: Chain, input: TurnInput): TurnResult {
   };
 }
 
+/** Whether the reply may present calls: the request offers tools and `tool_choice` is not `none`. */
+export function presentsCalls(input: Pick<TurnInput, 'tools' | 'calls'>): boolean {
+  return input.calls !== 'none' && input.tools !== undefined && input.tools.length > 0;
+}
+
 /**
  * The sampled turn as the client gets it, which is also the reply the chain stores and matches the
  * next request's history against (gateway spec, "Chains"): the client echoes what it was given.
  * The sampled tokens are kept whatever is presented. A request without tools gets no call either.
  */
 function presentTurn(codec: Codec, text: string, input: TurnInput): ParsedTurn {
-  if (input.calls === 'none' || !input.tools || input.tools.length === 0) {
+  if (!presentsCalls(input)) {
     const { reasoning, rest } = splitReasoning(text);
     return { reasoning, content: rest.trim(), toolCalls: [], invalidToolCalls: 0 };
   }

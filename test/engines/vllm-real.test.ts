@@ -47,14 +47,18 @@ beforeAll(async () => {
   modelDir = await buildTinyQwen3();
   // A long context, so the answers cut by a disconnect or a pause are long enough that the engine
   // is still generating when the cut reaches it, however fast it samples (see LONG_ANSWER_TOKENS).
-  vllm = await startRealVllm({ modelDir, processedLogprobs: true, maxModelLen: 8192, kvEvents: { port: await freePort(), replayPort: await freePort() } });
+  // Niced: the gateway, router and client in this process get a CPU while vLLM generates.
+  vllm = await startRealVllm({ modelDir, processedLogprobs: true, maxModelLen: 8192, niceness: 10, kvEvents: { port: await freePort(), replayPort: await freePort() } });
   proxy = await startRecordingProxy(vllm.url);
   store = tempStore('vllm-real-');
   const engines = [
     { name: RECORDED, kind: 'vllm' as const, url: proxy.url },
     { name: DIRECT, kind: 'vllm' as const, url: vllm.url, kvEvents: await discoverKvEventSource(vllm.url, 5_000) },
   ];
-  router = createRouter(engines, { policy: 'home', metricsIntervalMs: 100, healthIntervalMs: 1_000 });
+  // Probes get 10 s: while vLLM generates it keeps both cores of a 2-core machine busy, and this
+  // process (gateway, router and test) can wait seconds for a CPU (3.6 s measured), past the
+  // default 1 s, so every scrape would time out and the router keep its metrics from before.
+  router = createRouter(engines, { policy: 'home', metricsIntervalMs: 100, healthIntervalMs: 1_000, probeTimeoutMs: 10_000 });
   ({ gateway, url } = await startTestGateway(store, engines, router));
 }, ENGINE_START_MS);
 
@@ -162,16 +166,21 @@ async function oneTurn(sessionId: string, instance: string, temperature: number,
 const LONG_ANSWER_TOKENS = 6000;
 
 /**
- * Waits until the engine runs the request and has sampled for `ms` more. The tests wait on the
- * engine, not on the client's chunks: the tiny model samples random tokens, and one that opens a
- * tool call holds the rest of the answer back from the stream (it could be a call) until the
- * answer ends, so the chunks can stop early and arrive only when the answer is done. vLLM counts
- * its generated tokens only as a request ends, so the time is what says tokens were sampled (at
- * ~200 tokens/s here, dozens; the assertions after the cut check it).
+ * Characters of the answer the client has before the disconnect and pause tests cut it: about 150
+ * tokens, over a second of sampling. In runs here where the cut came within 0.25 s of the first
+ * text, the next streamed answer reached the gateway only as vLLM finished it (not understood;
+ * vLLM alone, cut as early, answered the next request at once).
  */
-async function waitForSampling(ms: number): Promise<void> {
-  await vi.waitFor(async () => expect((await engineMetrics()).running).toBe(1), { timeout: 60_000, interval: 20 });
-  await new Promise((resolve) => setTimeout(resolve, ms));
+const STREAMED_BEFORE_CUT = 600;
+
+/**
+ * Waits until the client has had `chars` characters of the answer (content and reasoning): the
+ * engine is generating. A request without tools streams every token as it comes (call text
+ * included). Characters, not chunks: a process that waited for a CPU reads many tokens as one chunk.
+ */
+async function waitForText(stream: { chunks: any[] }, chars: number): Promise<void> {
+  const streamed = () => stream.chunks.reduce((n: number, c) => n + (c.choices[0]?.delta?.content?.length ?? 0) + (c.choices[0]?.delta?.reasoning_content?.length ?? 0), 0);
+  await vi.waitFor(() => expect(streamed()).toBeGreaterThanOrEqual(chars), { timeout: 60_000, interval: 20 });
 }
 
 describe('the gateway over a real vLLM', { timeout: TEST_MS }, () => {
@@ -201,6 +210,60 @@ describe('the gateway over a real vLLM', { timeout: TEST_MS }, () => {
     expect(turn2.cachedTokens).toBe(stored);
   });
 
+  // The two tests that cut a long answer run first: in a full run here, the disconnect test's answer
+  // after the rejected request below reached the gateway only as vLLM finished it (28 s, nothing to cut).
+  it('aborts the engine request when the client disconnects, as the router sees in the scraped metrics', async () => {
+    const maxTokens = LONG_ANSWER_TOKENS;
+    const key = await openTestSession(url, 's-disconnect', sessionInfo({ homeInstance: DIRECT, sampling: { ...SAMPLING, maxTokens } }));
+    const generatedBefore = counter((await engineMetrics()).samples, 'vllm:generation_tokens_total');
+    const client = new AbortController();
+    const stream = streamChat(key, 'Write a long essay.', client.signal);
+    await waitForText(stream, STREAMED_BEFORE_CUT);
+    // The router's own scrape of vLLM's /metrics sees the request running (scraped now rather than
+    // on its timer, which a starved process runs late).
+    const routerView = async () => {
+      await router.registry.refresh();
+      return { healthy: router.registry.isHealthy(DIRECT), running: router.registry.metrics(DIRECT)?.running };
+    };
+    await vi.waitFor(async () => expect(await routerView()).toEqual({ healthy: true, running: 1 }), { timeout: 20_000, interval: 20 });
+    expect(router.registry.metrics(DIRECT)!.kvUsage).toBeGreaterThan(0);
+    expect(router.registry.metrics(DIRECT)!.prefixHitRate).toBeGreaterThanOrEqual(0);
+    client.abort();
+    await stream.done.catch(() => undefined);
+    await vi.waitFor(async () => expect((await engineMetrics()).running).toBe(0), { timeout: 60_000, interval: 50 });
+    // It ended short of its length: vLLM aborted it (its counters do not count a client's abort).
+    const generated = counter((await engineMetrics()).samples, 'vllm:generation_tokens_total') - generatedBefore;
+    expect(generated).toBeGreaterThan(5);
+    expect(generated).toBeLessThan(maxTokens);
+    await vi.waitFor(async () => expect(await routerView()).toEqual({ healthy: true, running: 0 }), { timeout: 20_000, interval: 20 });
+  });
+
+  it('pauses with abort and continues the same answer from its tokens after the resume', async () => {
+    const maxTokens = LONG_ANSWER_TOKENS;
+    const key = await openTestSession(url, 's-pause', sessionInfo({ homeInstance: DIRECT, sampling: { ...SAMPLING, maxTokens } }));
+    const stream = streamChat(key, 'Write another essay.');
+    await waitForText(stream, STREAMED_BEFORE_CUT);
+    const { version: from } = (await (await fetch(`${url}/admin/v1/policy`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } })).json()) as { version: number };
+    const pause = await admin('/admin/v1/policy/pause', { mode: 'abort' });
+    expect(pause).toEqual({ status: 200, json: { version: from, paused: true, finished: 0, aborted: 1 } });
+    await vi.waitFor(async () => expect((await engineMetrics()).running).toBe(0), { timeout: 30_000, interval: 50 });
+    const seenAtPause = stream.chunks.length;
+    expect(await admin('/admin/v1/policy/resume', { version: from + 1 })).toEqual({ status: 200, json: { version: from + 1, paused: false } });
+    await stream.done;
+    expect(stream.chunks.length).toBeGreaterThan(seenAtPause);
+    expect(stream.finishReason()).toBe('length');
+
+    const [turn] = await store.loadTurns('s-pause');
+    expect(turn!.finishReason).toBe('abort_resumed');
+    expect(turn!.sampled).toHaveLength(maxTokens);
+    const cut = turn!.sampledVersions.indexOf(from + 1);
+    expect(cut).toBeGreaterThan(0);
+    expect(turn!.sampledVersions).toEqual([...Array(cut).fill(from), ...Array(maxTokens - cut).fill(from + 1)]);
+    // The continuation was sampled given prompt + partial answer: the log-probs the engine
+    // reported after the cut are those of that context.
+    const { figures } = await consistencyOf([turn!], [1]);
+    expect(figures[0]!.max_abs_prob_diff).toBeLessThan(1e-4);
+  });
   it('stores the token ids and log-probs vLLM streamed, bit for bit, sampled with our parameters and not the model folder top_k', async () => {
     const before = proxy!.recorded.length;
     const turn = await oneTurn('s-exact', RECORDED, 1, 96, 'Tell me about the widget.');
@@ -268,52 +331,4 @@ describe('the gateway over a real vLLM', { timeout: TEST_MS }, () => {
     expect(await store.loadTurns('s-rejected')).toHaveLength(1);
   });
 
-  it('aborts the engine request when the client disconnects, as the router sees in the scraped metrics', async () => {
-    const maxTokens = LONG_ANSWER_TOKENS;
-    const key = await openTestSession(url, 's-disconnect', sessionInfo({ homeInstance: DIRECT, sampling: { ...SAMPLING, maxTokens } }));
-    const generatedBefore = counter((await engineMetrics()).samples, 'vllm:generation_tokens_total');
-    const client = new AbortController();
-    const stream = streamChat(key, 'Write a long essay.', client.signal);
-    await waitForSampling(300);
-    // The router's own scrape of vLLM's /metrics sees the request running.
-    await vi.waitFor(() => expect(router.registry.metrics(DIRECT)).toMatchObject({ running: 1 }), { timeout: 10_000, interval: 20 });
-    expect(router.registry.metrics(DIRECT)!.kvUsage).toBeGreaterThan(0);
-    expect(router.registry.metrics(DIRECT)!.prefixHitRate).toBeGreaterThanOrEqual(0);
-    client.abort();
-    await stream.done.catch(() => undefined);
-    await vi.waitFor(async () => expect((await engineMetrics()).running).toBe(0), { timeout: 60_000, interval: 50 });
-    // It ended short of its length: vLLM aborted it (its counters do not count a client's abort).
-    const generated = counter((await engineMetrics()).samples, 'vllm:generation_tokens_total') - generatedBefore;
-    expect(generated).toBeGreaterThan(5);
-    expect(generated).toBeLessThan(maxTokens);
-    await vi.waitFor(() => expect(router.registry.metrics(DIRECT)).toMatchObject({ running: 0 }), { timeout: 10_000, interval: 20 });
-  });
-
-  it('pauses with abort and continues the same answer from its tokens after the resume', async () => {
-    const maxTokens = LONG_ANSWER_TOKENS;
-    const key = await openTestSession(url, 's-pause', sessionInfo({ homeInstance: DIRECT, sampling: { ...SAMPLING, maxTokens } }));
-    const stream = streamChat(key, 'Write another essay.');
-    await waitForSampling(300);
-    await vi.waitFor(async () => expect((await engineMetrics()).running).toBe(1), { timeout: 10_000, interval: 20 });
-    const { version: from } = (await (await fetch(`${url}/admin/v1/policy`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } })).json()) as { version: number };
-    const pause = await admin('/admin/v1/policy/pause', { mode: 'abort' });
-    expect(pause).toEqual({ status: 200, json: { version: from, paused: true, finished: 0, aborted: 1 } });
-    await vi.waitFor(async () => expect((await engineMetrics()).running).toBe(0), { timeout: 30_000, interval: 50 });
-    const seenAtPause = stream.chunks.length;
-    expect(await admin('/admin/v1/policy/resume', { version: from + 1 })).toEqual({ status: 200, json: { version: from + 1, paused: false } });
-    await stream.done;
-    expect(stream.chunks.length).toBeGreaterThan(seenAtPause);
-    expect(stream.finishReason()).toBe('length');
-
-    const [turn] = await store.loadTurns('s-pause');
-    expect(turn!.finishReason).toBe('abort_resumed');
-    expect(turn!.sampled).toHaveLength(maxTokens);
-    const cut = turn!.sampledVersions.indexOf(from + 1);
-    expect(cut).toBeGreaterThan(0);
-    expect(turn!.sampledVersions).toEqual([...Array(cut).fill(from), ...Array(maxTokens - cut).fill(from + 1)]);
-    // The continuation was sampled given prompt + partial answer: the log-probs the engine
-    // reported after the cut are those of that context.
-    const { figures } = await consistencyOf([turn!], [1]);
-    expect(figures[0]!.max_abs_prob_diff).toBeLessThan(1e-4);
-  });
 });

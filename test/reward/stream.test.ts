@@ -301,10 +301,23 @@ ${PY_MATH}`,
   ],
 ];
 
+/**
+ * Runs of a rewrite case before the writer must have won once. A detached writer races the kill
+ * that follows the runner's exit: on a loaded machine it may not run between the report's last
+ * write and the kill, and then the report it never touched is read (an honest `unresolved`).
+ */
+const WRITER_RACE_RUNS = 4;
+
 describe('a report rewritten after the tests ran', () => {
   it.each(EXIT_REWRITES)('%s: tampered', async (_name, makeTask, edits, evidence) => {
     const { task, dir } = await makeTask();
-    const r = await reward(task, dir, edits);
+    let r = await reward(task, dir, edits);
+    for (let run = 1; run < WRITER_RACE_RUNS && r.reason !== 'tampered'; run++) {
+      // The writer lost the race: the report was read as the tests wrote it, failures and all.
+      expect(r).toMatchObject({ reward: 0, reason: 'unresolved' });
+      expect(r.detail).not.toContain('the report disagrees');
+      r = await reward(task, dir, edits);
+    }
     expect(r).toMatchObject({ reward: 0, reason: 'tampered' });
     expect(r.detail).toContain('the report disagrees with the result stream');
     expect(r.detail).toContain(evidence);
