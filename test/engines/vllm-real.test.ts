@@ -47,8 +47,9 @@ beforeAll(async () => {
   modelDir = await buildTinyQwen3();
   // A long context, so the answers cut by a disconnect or a pause are long enough that the engine
   // is still generating when the cut reaches it, however fast it samples (see LONG_ANSWER_TOKENS).
-  // Niced: the gateway, router and client in this process get a CPU while vLLM generates.
-  vllm = await startRealVllm({ modelDir, processedLogprobs: true, maxModelLen: 8192, niceness: 10, kvEvents: { port: await freePort(), replayPort: await freePort() } });
+  // The engine niced: the gateway, router and client in this process, and vLLM's API server, get
+  // a CPU while it generates.
+  vllm = await startRealVllm({ modelDir, processedLogprobs: true, maxModelLen: 8192, engineNiceness: 10, kvEvents: { port: await freePort(), replayPort: await freePort() } });
   proxy = await startRecordingProxy(vllm.url);
   store = tempStore('vllm-real-');
   const engines = [
@@ -167,9 +168,7 @@ const LONG_ANSWER_TOKENS = 6000;
 
 /**
  * Characters of the answer the client has before the disconnect and pause tests cut it: about 150
- * tokens, over a second of sampling. In runs here where the cut came within 0.25 s of the first
- * text, the next streamed answer reached the gateway only as vLLM finished it (not understood;
- * vLLM alone, cut as early, answered the next request at once).
+ * tokens, so the engine has sampled a while.
  */
 const STREAMED_BEFORE_CUT = 600;
 
@@ -210,8 +209,6 @@ describe('the gateway over a real vLLM', { timeout: TEST_MS }, () => {
     expect(turn2.cachedTokens).toBe(stored);
   });
 
-  // The two tests that cut a long answer run first: in a full run here, the disconnect test's answer
-  // after the rejected request below reached the gateway only as vLLM finished it (28 s, nothing to cut).
   it('aborts the engine request when the client disconnects, as the router sees in the scraped metrics', async () => {
     const maxTokens = LONG_ANSWER_TOKENS;
     const key = await openTestSession(url, 's-disconnect', sessionInfo({ homeInstance: DIRECT, sampling: { ...SAMPLING, maxTokens } }));

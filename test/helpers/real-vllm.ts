@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
@@ -94,11 +94,13 @@ export interface RealVllmOptions {
    */
   cpus?: string;
   /**
-   * The server's nice value (its engine and workers inherit it). Default 0. While it generates,
-   * vLLM keeps both cores of a 2-core machine busy, and a test process beside it can wait seconds
-   * for a CPU (3.6 s measured): a niced engine leaves the test's gateway and client their turn.
+   * The nice value of the engine's processes (engine core and model worker, every thread), set
+   * once the server is up; the API server keeps its own. Default 0. While it generates, vLLM keeps
+   * both cores of a 2-core machine busy, and a test process beside it waited up to 3.6 s for a CPU.
+   * The API server stays un-niced: starved, it streams nothing until a request ends (its output
+   * loop runs ahead of the response writers while the engine keeps producing).
    */
-  niceness?: number;
+  engineNiceness?: number;
 }
 
 export interface RealVllm {
@@ -111,6 +113,25 @@ export interface RealVllm {
 
 function exited(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
+}
+
+/**
+ * Sets the nice value of every thread of the server's other processes (its process group but the
+ * leader): setpriority on Linux applies to one thread, and the model's threads already exist.
+ */
+function reniceEngine(leader: number, niceness: number): void {
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    // Fields after the command (which may hold spaces): state, ppid, pgrp.
+    const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+    if (pgrp !== leader || Number(pid) === leader) continue;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) os.setPriority(Number(tid), niceness);
+  }
 }
 
 /**
@@ -142,8 +163,6 @@ export async function startRealVllm(options: RealVllmOptions): Promise<RealVllm>
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...OFFLINE_ENV, VLLM_CPU_KVCACHE_SPACE: '1', ...(options.devMode ? { VLLM_SERVER_DEV_MODE: '1' } : {}), ...(options.cpus !== undefined ? { VLLM_CPU_OMP_THREADS_BIND: options.cpus } : {}) },
   });
-  // Before the server starts its threads and processes, which inherit it.
-  if (options.niceness) os.setPriority(child.pid!, options.niceness);
   let output = '';
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
@@ -174,7 +193,10 @@ export async function startRealVllm(options: RealVllmOptions): Promise<RealVllm>
       throw new VllmStartError(`vLLM exited (${child.exitCode ?? child.signalCode}) before it was healthy:\n${output}`);
     }
     const healthy = await fetch(`${url}/health`).then((r) => r.ok, () => false);
-    if (healthy) return { url, output: () => output, close };
+    if (healthy) {
+      if (options.engineNiceness) reniceEngine(child.pid!, options.engineNiceness);
+      return { url, output: () => output, close };
+    }
     await new Promise((r) => setTimeout(r, 500));
   }
 }
