@@ -13,7 +13,8 @@
  * (monitorEventLoopDelay max, and p99) and the wall time while 8 32k-token texts are encoded at
  * once; and the CPU of decoding a 2k-token turn (the native tokenizer decodes from the byte-level
  * vocabulary), and of streaming answers of 1k-32k tokens through the stream splitter against
- * decoding the whole answer at each token. On a loaded host the native stall is the OS descheduling the loop thread behind the pool's.
+ * decoding the whole answer at each token. On a loaded host the native stall is the OS
+ * descheduling the loop thread behind the pool's.
  * Environment: BENCH_ROUNDS (default 8).
  */
 import { execFileSync } from 'node:child_process';

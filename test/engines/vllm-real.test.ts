@@ -261,6 +261,7 @@ describe('the gateway over a real vLLM', { timeout: TEST_MS }, () => {
     const { figures } = await consistencyOf([turn!], [1]);
     expect(figures[0]!.max_abs_prob_diff).toBeLessThan(1e-4);
   });
+
   it('stores the token ids and log-probs vLLM streamed, bit for bit, sampled with our parameters and not the model folder top_k', async () => {
     const before = proxy!.recorded.length;
     const turn = await oneTurn('s-exact', RECORDED, 1, 96, 'Tell me about the widget.');

@@ -121,16 +121,22 @@ function exited(child: ChildProcess): Promise<void> {
  */
 function reniceEngine(leader: number, niceness: number): void {
   for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
-    let stat: string;
+    // A process or thread may end while it is read or reniced: it needs no nice value then.
     try {
-      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      // Fields after the command (which may hold spaces): state, ppid, pgrp.
+      const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+      if (pgrp !== leader || Number(pid) === leader) continue;
+      for (const tid of readdirSync(`/proc/${pid}/task`)) {
+        try {
+          os.setPriority(Number(tid), niceness);
+        } catch {
+          // The thread ended.
+        }
+      }
     } catch {
-      continue;
+      // The process ended.
     }
-    // Fields after the command (which may hold spaces): state, ppid, pgrp.
-    const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
-    if (pgrp !== leader || Number(pid) === leader) continue;
-    for (const tid of readdirSync(`/proc/${pid}/task`)) os.setPriority(Number(tid), niceness);
   }
 }
 
