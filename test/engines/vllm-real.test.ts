@@ -49,7 +49,7 @@ beforeAll(async () => {
   // is still generating when the cut reaches it, however fast it samples (see LONG_ANSWER_TOKENS).
   // The engine niced: the gateway, router and client in this process, and vLLM's API server, get
   // a CPU while it generates.
-  vllm = await startRealVllm({ modelDir, processedLogprobs: true, maxModelLen: 8192, engineNiceness: 10, kvEvents: { port: await freePort(), replayPort: await freePort() } });
+  vllm = await startRealVllm({ modelDir, processedLogprobs: true, maxModelLen: 8192, engineNiceness: 10, pinEngineCore: true, kvEvents: { port: await freePort(), replayPort: await freePort() } });
   proxy = await startRecordingProxy(vllm.url);
   store = tempStore('vllm-real-');
   const engines = [
@@ -85,7 +85,13 @@ function streamChat(key: string, content: string, signal?: AbortSignal) {
   const chunks: any[] = [];
   const done = chat(key, { messages: [{ role: 'user', content }], stream: true }, signal).then(async (r) => {
     expect(r.status).toBe(200);
-    for await (const data of readSseData(r.body!)) if (data !== '[DONE]') chunks.push(JSON.parse(data));
+    for await (const data of readSseData(r.body!)) {
+      if (data === '[DONE]') continue;
+      const chunk = JSON.parse(data);
+      // An error event ends the stream: the test fails with the gateway's reason.
+      if (chunk.error) throw new Error(`the stream ended with an error: ${JSON.stringify(chunk.error)}`);
+      chunks.push(chunk);
+    }
   });
   return { chunks, done, finishReason: () => chunks.map((c) => c.choices[0]?.finish_reason).find(Boolean) };
 }

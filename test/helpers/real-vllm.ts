@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -101,6 +101,12 @@ export interface RealVllmOptions {
    * loop runs ahead of the response writers while the engine keeps producing).
    */
   engineNiceness?: number;
+  /**
+   * Pins the engine core to the model worker's CPUs once the server is up. The engine core spins
+   * while it waits on the worker: unpinned, one server keeps both cores of a 2-core machine busy
+   * and its own API server (and anything beside it) waits for a CPU. Default off.
+   */
+  pinEngineCore?: boolean;
 }
 
 export interface RealVllm {
@@ -115,18 +121,30 @@ function exited(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
 }
 
-/**
- * Sets the nice value of every thread of the server's other processes (its process group but the
- * leader): setpriority on Linux applies to one thread, and the model's threads already exist.
- */
-function reniceEngine(leader: number, niceness: number): void {
+/** The server's other processes (its process group but the leader): engine core and model worker. */
+function engineProcesses(leader: number): number[] {
+  const pids: number[] = [];
   for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
-    // A process or thread may end while it is read or reniced: it needs no nice value then.
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       // Fields after the command (which may hold spaces): state, ppid, pgrp.
       const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
-      if (pgrp !== leader || Number(pid) === leader) continue;
+      if (pgrp === leader && Number(pid) !== leader) pids.push(Number(pid));
+    } catch {
+      // The process ended.
+    }
+  }
+  return pids;
+}
+
+/**
+ * Sets the nice value of every thread of the engine's processes: setpriority on Linux applies to
+ * one thread, and the model's threads already exist.
+ */
+function reniceEngine(pids: number[], niceness: number): void {
+  for (const pid of pids) {
+    // A process or thread may end while it is read or reniced: it needs no nice value then.
+    try {
       for (const tid of readdirSync(`/proc/${pid}/task`)) {
         try {
           os.setPriority(Number(tid), niceness);
@@ -138,6 +156,37 @@ function reniceEngine(leader: number, niceness: number): void {
       // The process ended.
     }
   }
+}
+
+/**
+ * Pins every thread of the engine's processes to the CPUs of the one bound narrowest: the model
+ * worker, which vLLM binds to its OMP CPUs (`taskset -a`: every thread).
+ */
+function pinEngineToModelCpus(pids: number[]): void {
+  const allowed = pids.map((pid) => {
+    try {
+      return /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    } catch {
+      return undefined;
+    }
+  });
+  const cpus = allowed.filter((list): list is string => list !== undefined).sort((a, b) => cpuCount(a) - cpuCount(b))[0];
+  if (cpus === undefined) throw new Error('vLLM runs no engine process to pin');
+  for (const pid of pids) {
+    try {
+      execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
+    } catch {
+      // The process ended.
+    }
+  }
+}
+
+/** CPUs in a list like `0`, `0-1` or `0,2-3`. */
+function cpuCount(list: string): number {
+  return list.split(',').reduce((n, range) => {
+    const [from, to] = range.split('-').map(Number) as [number, number | undefined];
+    return n + (to === undefined ? 1 : to - from + 1);
+  }, 0);
 }
 
 /**
@@ -200,7 +249,9 @@ export async function startRealVllm(options: RealVllmOptions): Promise<RealVllm>
     }
     const healthy = await fetch(`${url}/health`).then((r) => r.ok, () => false);
     if (healthy) {
-      if (options.engineNiceness) reniceEngine(child.pid!, options.engineNiceness);
+      const engine = engineProcesses(child.pid!);
+      if (options.engineNiceness) reniceEngine(engine, options.engineNiceness);
+      if (options.pinEngineCore) pinEngineToModelCpus(engine);
       return { url, output: () => output, close };
     }
     await new Promise((r) => setTimeout(r, 500));
