@@ -7,6 +7,8 @@ import type { CpuPlan } from './cpus.js';
 import { onCpus } from './cpus.js';
 import { ChildStartError, type Child, type Children } from './processes.js';
 import { MODEL, TASK_MATCH } from './load.js';
+import { ConfigSchema } from '../../stack/config.js';
+import { gatewayNodeFlags } from '../../stack/roles/gateway-processes.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const ADMIN_TOKEN = 'bench-admin-token';
@@ -46,10 +48,11 @@ const GATEWAY_NODE_ARGS = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ')
 /**
  * How the gateway processes collect garbage (BENCH_GATEWAY_GC): `single` (default) as the README
  * says to run a gateway (`--single-threaded-gc`, what `gateway.singleThreadedGc` gives forked
- * processes), `parallel` with V8's background GC threads.
+ * processes), `parallel` with V8's background GC threads. Either way with the configuration's
+ * default young generation (`gateway.maxSemiSpaceMiB`).
  */
 export const GATEWAY_GC = gatewayGc(process.env.BENCH_GATEWAY_GC ?? 'single');
-const GATEWAY_GC_ARGS = GATEWAY_GC === 'single' ? ['--single-threaded-gc'] : [];
+const GATEWAY_GC_ARGS = gatewayNodeFlags({ ...ConfigSchema.shape.gateway.parse(undefined), singleThreadedGc: GATEWAY_GC === 'single' });
 
 function gatewayGc(value: string): 'single' | 'parallel' {
   if (value !== 'single' && value !== 'parallel') throw new Error(`BENCH_GATEWAY_GC is single or parallel, not ${JSON.stringify(value)}`);

@@ -19,6 +19,11 @@ const CHILD = fileURLToPath(new URL('./gateway-child.ts', import.meta.url));
 /** The child runs the TypeScript sources through tsx, as the CLI does (cli/bin.mjs). */
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
+/** The node flags a gateway process runs with: how V8 collects its garbage (config `gateway`). */
+export function gatewayNodeFlags(gateway: Pick<Config['gateway'], 'singleThreadedGc' | 'maxSemiSpaceMiB'>): string[] {
+  return [...(gateway.singleThreadedGc ? ['--single-threaded-gc'] : []), `--max-semi-space-size=${gateway.maxSemiSpaceMiB}`];
+}
+
 /**
  * How gateway processes are started and kept: a process not listening within `startTimeoutMs`
  * fails the start; one that exits unexpectedly is restarted after `firstRestartDelayMs`, doubled
@@ -92,7 +97,7 @@ class GatewayProcess {
   /** Forks the process, sends it its configuration and resolves with its URL once it listens. */
   async start(): Promise<string> {
     const child = fork(CHILD, [], {
-      execArgv: ['--import', TSX, ...(this.config.gateway.singleThreadedGc ? ['--single-threaded-gc'] : [])],
+      execArgv: ['--import', TSX, ...gatewayNodeFlags(this.config.gateway)],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       serialization: 'json',
     });

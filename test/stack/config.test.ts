@@ -55,6 +55,8 @@ describe('configuration for many machines', () => {
     expect((await loadConfig(undefined, { dataDir: dir() }, {})).gateway.singleThreadedGc).toBe(true);
     expect((await loadConfig(undefined, { dataDir: dir(), 'gateway.singleThreadedGc': false }, {})).gateway.singleThreadedGc).toBe(false);
     await expect(loadConfig(undefined, { dataDir: dir(), 'gateway.singleThreadedGc': 'yes' }, {})).rejects.toBeInstanceOf(ConfigError);
+    expect((await loadConfig(undefined, { dataDir: dir() }, {})).gateway.maxSemiSpaceMiB).toBe(64);
+    await expect(loadConfig(undefined, { dataDir: dir(), 'gateway.maxSemiSpaceMiB': 0 }, {})).rejects.toBeInstanceOf(ConfigError);
     for (const processes of [0, 65, 1.5])
       await expect(loadConfig(undefined, { dataDir: dir(), 'gateway.processes': processes }, {})).rejects.toBeInstanceOf(ConfigError);
     // Each process advertises the URL with its own port: port 0 leaves it unknown.

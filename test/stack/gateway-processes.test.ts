@@ -140,8 +140,9 @@ describe('gateway.processes: 2 on one SQLite store', () => {
       { id: replicaId(1), address: gateways.urls[1] },
     ]);
     for (const url of gateways.urls) expect((await fetch(`${url}/health`)).status).toBe(200);
-    // Garbage is collected on each process's own thread (gateway.singleThreadedGc, default true).
-    for (const pid of pids) expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toContain('--single-threaded-gc');
+    // Garbage is collected on each process's own thread (gateway.singleThreadedGc, default true),
+    // in a young generation of gateway.maxSemiSpaceMiB (default 64).
+    for (const pid of pids) expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toEqual(expect.arrayContaining(['--single-threaded-gc', '--max-semi-space-size=64']));
   });
 
   it('serves a session opened on one process and called on the other by forwarding: one chain, token-exact', async () => {
