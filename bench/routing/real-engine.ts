@@ -246,9 +246,10 @@ async function runOnEngines(v: Variant, engines: RealVllm[], cache: VllmCacheCon
 
 /** Starts both engines; if either fails, the other is closed before the error is thrown. */
 async function startEngines(modelDir: string): Promise<RealVllm[]> {
-  // One core each where there are two, as each engine of a deployment has its own accelerator.
+  // One core each where there are two, as each engine of a deployment has its own accelerator:
+  // the engine core pinned with its model worker, or its waiting spin takes the other's core.
   const cores = availableParallelism();
-  const started = await Promise.allSettled([0, 1].map((i) => startRealVllm({ modelDir, ...ENGINE, devMode: true, ...(cores >= 2 && { cpus: String(i) }) })));
+  const started = await Promise.allSettled([0, 1].map((i) => startRealVllm({ modelDir, ...ENGINE, devMode: true, ...(cores >= 2 && { cpus: String(i), pinEngineCore: true }) })));
   const engines = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failed) {
