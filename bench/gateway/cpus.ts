@@ -16,9 +16,9 @@ export interface CpuPlan {
   rest: string | null;
 }
 
-/** The CPUs this process may run on, from /proc/self/status (`Cpus_allowed_list: 0-3,6`). */
-function allowedCpus(): number[] {
-  const line = /^Cpus_allowed_list:\s*(\S+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? '';
+/** The CPUs a process may run on, from /proc/<pid>/status (`Cpus_allowed_list: 0-3,6`); throws once it is gone. */
+export function allowedCpus(pid: number | 'self' = 'self'): number[] {
+  const line = /^Cpus_allowed_list:\s*(\S+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? '';
   return line.split(',').flatMap((range) => {
     const [from, to = from] = range.split('-').map(Number);
     return Number.isInteger(from) && Number.isInteger(to) ? Array.from({ length: to! - from! + 1 }, (_, i) => from! + i) : [];

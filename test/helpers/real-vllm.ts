@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { defaultModelDir } from '../../gateway/codec/model-files.js';
+import { allowedCpus } from '../../bench/gateway/cpus.js';
 import { freePort } from '../../stack/ports.js';
 import { PROJECT_ROOT } from '../../stack/temporal-binary.js';
 
@@ -163,30 +164,22 @@ function reniceEngine(pids: number[], niceness: number): void {
  * worker, which vLLM binds to its OMP CPUs (`taskset -a`: every thread).
  */
 function pinEngineToModelCpus(pids: number[]): void {
-  const allowed = pids.map((pid) => {
+  const allowed = pids.flatMap((pid) => {
     try {
-      return /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+      return [allowedCpus(pid)];
     } catch {
-      return undefined;
+      return [];
     }
   });
-  const cpus = allowed.filter((list): list is string => list !== undefined).sort((a, b) => cpuCount(a) - cpuCount(b))[0];
+  const cpus = allowed.filter((list) => list.length > 0).sort((x, y) => x.length - y.length)[0];
   if (cpus === undefined) throw new Error('vLLM runs no engine process to pin');
   for (const pid of pids) {
     try {
-      execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
+      execFileSync('taskset', ['-a', '-p', '-c', cpus.join(','), String(pid)], { stdio: 'ignore' });
     } catch {
       // The process ended.
     }
   }
-}
-
-/** CPUs in a list like `0`, `0-1` or `0,2-3`. */
-function cpuCount(list: string): number {
-  return list.split(',').reduce((n, range) => {
-    const [from, to] = range.split('-').map(Number) as [number, number | undefined];
-    return n + (to === undefined ? 1 : to - from + 1);
-  }, 0);
 }
 
 /**
