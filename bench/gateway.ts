@@ -2,8 +2,8 @@
  * npm run bench:gateway
  *
  * What the gateway costs, measured on the gateway and not on the load generator: engine-sim (time
- * scale 0: no modelled GPU time) and the gateway (`rollout gateway`, one process per replica, all
- * sharing one SQLite store) each run in their own process; this process generates the load. The
+ * scale 0: no modelled GPU time) and the gateway (`rollout gateway` on its own SQLite store) each
+ * run in their own process; this process generates the load. The
  * conversations are agent-like: a system prompt and a task, then per turn the model's tool call
  * and a ~2k-token tool result unique to the session and turn, so contexts grow to ~32k tokens over
  * 16 turns. Per row it prints:
@@ -24,8 +24,12 @@
  *             CPU in 10 ms ticks, which on one session's 16 turns is 0.6 ms per turn;
  *   open    — open loop: BENCH_OPEN_SESSIONS sessions arriving BENCH_OPEN_RATE per second, each
  *             thinking (its tool running) an exponential BENCH_THINK_MS on average between turns;
- *   scale   — closed loop at BENCH_SCALE_SESSIONS through 1..N gateway processes (BENCH_PROCESSES),
- *             sessions spread over their URLs by rendezvous hash: throughput against N x one;
+ *   scale   — `rollout gateway` with `gateway.processes` N for each N of BENCH_PROCESSES (N processes
+ *             and the placement service they place through, as deployed), a closed loop of
+ *             BENCH_SCALE_SESSIONS per process spread over their URLs by rendezvous hash, CPU of
+ *             the whole process tree: throughput against N x one. Where the gateway's CPUs are
+ *             fewer than N the tree runs under a CPU quota of BENCH_SCALE_CPU_SHARE cores per
+ *             process (one process too), standing in for a core each;
  *   litellm — the same conversations through the LiteLLM proxy (.tools/litellm, installed by
  *             scripts/install-litellm.sh when missing) to the engine's own /v1/chat/completions,
  *             against sending them to that route directly (rows up to BENCH_LITELLM_DIRECT_SESSIONS),
@@ -37,13 +41,14 @@
  * CPUs, the engine and this load generator on the rest (taskset; bench/gateway/cpus.ts), as in a
  * deployment where the gateway shares no cores with engines and agents. BENCH_PIN=0 unpins all.
  * Knobs (defaults): BENCH_TURNS (16), BENCH_SESSIONS (1,64,256), BENCH_SINGLE_SESSIONS (8), BENCH_OPEN_SESSIONS (256),
- * BENCH_OPEN_RATE (16), BENCH_THINK_MS (2000), BENCH_PROCESSES (1,2), BENCH_SCALE_SESSIONS (64),
+ * BENCH_OPEN_RATE (16), BENCH_THINK_MS (2000), BENCH_PROCESSES (1,2), BENCH_SCALE_SESSIONS (64 per process),
+ * BENCH_SCALE_CPU_SHARE (auto: 0.25 when the largest N exceeds the gateway's CPUs, else none; 0: none),
  * BENCH_LITELLM_SESSIONS (1,64: the peers' rows), BENCH_LITELLM_DIRECT_SESSIONS (1), BENCH_GATEWAY_NODE_ARGS (none:
  * extra node flags for the gateway processes, e.g. `--cpu-prof`), BENCH_GATEWAY_GC (single: the
  * gateway processes run with `--single-threaded-gc`, as the README says to run one; parallel: with
  * V8's background GC threads), BENCH_WARMUP_SESSIONS (4: an
  * unreported set of conversations through the gateway, and through each peer, before their first
- * row). Everything it starts (engine, gateways, LiteLLM, the Node proxy, the temporary folder) is stopped in
+ * row). Everything it starts (engine, gateways, LiteLLM, the Node proxy, the temporary folder, the quota cgroups) is stopped in
  * `finally` and on SIGINT/SIGTERM, and the last line says whether any of its processes is left.
  * Prints figures and target checks; asserts nothing.
  */
@@ -72,8 +77,9 @@ import {
   type Schedule,
 } from './gateway/load.js';
 import { cpuPlan, describePlan, pinSelf, type CpuPlan } from './gateway/cpus.js';
+import { CpuQuotas } from './gateway/cpu-quota.js';
 import { Children, ownCpuMs, treeCpuMs } from './gateway/processes.js';
-import { ADMIN_TOKEN, ensureLitellm, GATEWAY_GC, gatewayStats, LITELLM_KEY, startEngine, startGateways, startLitellm, startNodeProxy, type Service } from './gateway/services.js';
+import { ADMIN_TOKEN, ensureLitellm, GATEWAY_GC, gatewayStats, LITELLM_KEY, startEngine, startGateway, startLitellm, startNodeProxy, type Gateway, type Service } from './gateway/services.js';
 
 const list = (name: string, fallback: string) => (process.env[name] ?? fallback).split(',').map((v) => v.trim()).filter(Boolean);
 const num = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
@@ -85,6 +91,14 @@ const OPEN_RATE = num('BENCH_OPEN_RATE', 16);
 const THINK_MS = num('BENCH_THINK_MS', 2000);
 const PROCESSES = list('BENCH_PROCESSES', '1,2').map(Number);
 const SCALE_SESSIONS = num('BENCH_SCALE_SESSIONS', 64);
+/**
+ * Cores of CPU time per gateway process in the scale rows: the gateway's whole process tree runs
+ * under a cgroup CPU quota of N x this (bench/gateway/cpu-quota.ts). `auto` is 0.25 when the
+ * largest N exceeds the gateway's CPUs and no quota otherwise. A quarter of a core each keeps two
+ * processes at half a core, so the engine and the load generator (about 1.5x the gateway's CPU per
+ * turn here) still keep up with twice one.
+ */
+const SCALE_CPU_SHARE = process.env.BENCH_SCALE_CPU_SHARE ?? 'auto';
 const LITELLM_SESSIONS = list('BENCH_LITELLM_SESSIONS', '1,64').map(Number);
 const LITELLM_DIRECT_SESSIONS = num('BENCH_LITELLM_DIRECT_SESSIONS', 1);
 const WARMUP_SESSIONS = num('BENCH_WARMUP_SESSIONS', 4);
@@ -112,6 +126,8 @@ interface Row {
   /** Sessions in all (more than `sessions` when they ran in turn). */
   sessionsInAll: number;
   processes: number;
+  /** Cores of CPU time per gateway process the gateway was held to (scale rows under a quota), else null. */
+  cpuShare: number | null;
   cpuMsPerTurn: number;
   /** Gateway CPU of closing a session (its drift check re-renders and re-encodes the history); null for LiteLLM. */
   closeCpuMsPerSession: number | null;
@@ -211,6 +227,23 @@ interface Bench {
   dir: string;
   engine: Service;
   store: SqliteStore;
+  /** The scale rows' CPU quota per gateway process, or null to run them without one. */
+  scaleQuota: { share: number; quotas: CpuQuotas } | null;
+}
+
+/** CPUs the gateway processes may run on. */
+const gatewayCpuCount = (cpus: CpuPlan | undefined) => (cpus?.middlebox ? cpus.middlebox.split(',').length : os.availableParallelism());
+
+/** BENCH_SCALE_CPU_SHARE for this plan (see SCALE_CPU_SHARE); 0 is no quota. */
+function scaleCpuShare(cpus: CpuPlan): number {
+  const most = Math.max(...PROCESSES);
+  const gatewayCpus = gatewayCpuCount(cpus);
+  if (SCALE_CPU_SHARE === 'auto') return most > gatewayCpus ? 0.25 : 0;
+  const share = Number(SCALE_CPU_SHARE);
+  if (!Number.isFinite(share) || share < 0 || share * most > gatewayCpus) {
+    throw new Error(`BENCH_SCALE_CPU_SHARE is auto, 0 (no quota) or cores per process with ${most} processes fitting on the gateway's ${gatewayCpus} CPU(s), not ${JSON.stringify(SCALE_CPU_SHARE)}`);
+  }
+  return share;
 }
 
 /** Opens a session per conversation on its rendezvous replica; a failed open is counted, and that session skipped. */
@@ -257,8 +290,10 @@ async function closeSessions(urls: string[], ids: string[], errors: Errors): Pro
 }
 
 /** One row through the gateway replicas `gateways` on `schedule`; `direct` also replays the prompts to the engine. */
-async function gatewayRow(bench: Bench, gateways: Service[], mode: string, label: string, schedule: Schedule, direct: boolean): Promise<Row> {
-  const urls = gateways.map((g) => g.url);
+async function gatewayRow(bench: Bench, gateway: Gateway, mode: string, label: string, schedule: Schedule, direct: boolean, cpuShare: number | null = null): Promise<Row> {
+  const { urls } = gateway;
+  // The gateway process with the processes it forked (and their worker threads).
+  const gatewayCpuMs = () => treeCpuMs(gateway.child.pid);
   const started = performance.now();
   const sessions = schedule.startMs.length;
   const ids = Array.from({ length: sessions }, (_, s) => `${label}-${s}`);
@@ -267,13 +302,13 @@ async function gatewayRow(bench: Bench, gateways: Service[], mode: string, label
   const errors = noErrors();
   const keys = await openSessions(urls, ids, errors);
   await Promise.all(urls.map((u) => gatewayStats(u, '?reset=1')));
-  const cpu0 = gateways.reduce((sum, g) => sum + ownCpuMs(g.child.pid), 0);
+  const cpu0 = gatewayCpuMs();
   const engine0 = ownCpuMs(bench.engine.child.pid);
   const conversations = chatConversations({ urls, token: (s) => keys[s], sessionId: (s) => ids[s]! }, sessions, label, errors);
   const loadEnd = measureLoad(bench);
   const pass = await runPass(schedule, (s, t) => (keys[s] === undefined ? Promise.resolve(false) : conversations.turn(s, t)), errors);
   const load = loadEnd();
-  const cpu1 = gateways.reduce((sum, g) => sum + ownCpuMs(g.child.pid), 0);
+  const cpu1 = gatewayCpuMs();
   const engine1 = ownCpuMs(bench.engine.child.pid);
   const window = await Promise.all(urls.map((u) => gatewayStats(u, '')));
   const after = await Promise.all(urls.map((u) => gatewayStats(u, '?gc=1')));
@@ -282,9 +317,9 @@ async function gatewayRow(bench: Bench, gateways: Service[], mode: string, label
     const directErrors = noErrors();
     replay = await runPass(schedule, tokenReplay(bench.engine.url, (s) => bench.store.loadTurns(ids[s]!), directErrors), directErrors);
   }
-  const cpu2 = gateways.reduce((sum, g) => sum + ownCpuMs(g.child.pid), 0);
+  const cpu2 = gatewayCpuMs();
   await closeSessions(urls, ids, errors);
-  const cpu3 = gateways.reduce((sum, g) => sum + ownCpuMs(g.child.pid), 0);
+  const cpu3 = gatewayCpuMs();
   const closed = await Promise.all(urls.map((u) => gatewayStats(u, '?gc=1')));
   const worst = (pick: (s: (typeof window)[number]) => number) => Math.max(...window.map(pick));
   // Sessions that failed stopped short of the full context: their memory would understate it.
@@ -295,7 +330,8 @@ async function gatewayRow(bench: Bench, gateways: Service[], mode: string, label
     mode,
     sessions: concurrencyOf(schedule),
     sessionsInAll: sessions,
-    processes: gateways.length,
+    processes: urls.length,
+    cpuShare,
     cpuMsPerTurn: (cpu1 - cpu0) / Math.max(1, pass.turns),
     closeCpuMsPerSession: (cpu3 - cpu2) / Math.max(1, sessions),
     engineCpuMsPerTurn: (engine1 - engine0) / Math.max(1, pass.turns),
@@ -354,6 +390,7 @@ async function peerRow(bench: Bench, peer: Peer, sessions: number): Promise<Row>
     sessions,
     sessionsInAll: inAll,
     processes: 1,
+    cpuShare: null,
     cpuMsPerTurn: (cpu1 - cpu0) / Math.max(1, pass.turns),
     closeCpuMsPerSession: null,
     engineCpuMsPerTurn: (engine1 - engine0) / Math.max(1, pass.turns),
@@ -415,15 +452,26 @@ function printTargets(rows: Row[], cpus: CpuPlan | undefined): void {
   for (const r of scale.filter((x) => x.processes > 1)) {
     if (!one) break;
     const ratio = rate(r.pass) / (r.processes * rate(one.pass));
-    // A row whose sessions failed stopped early, so its rate is not the gateway's.
-    const gatewayCpus = cpus?.middlebox ? cpus.middlebox.split(',').length : os.availableParallelism();
+    const gatewayCpus = gatewayCpuCount(cpus);
+    // Near saturation the engine and the load generator, not the gateway processes, set the rate.
+    const loadBound = Math.max(r.load.busyPercent, one.load.busyPercent) >= 90;
     const verdict =
+      // A row whose sessions failed stopped early, so its rate is not the gateway's.
       errorCount(r.pass.errors) + errorCount(one.pass.errors) > 0
         ? 'not comparable: a row had errors'
-        : r.processes > gatewayCpus
-          ? `not measurable here: ${r.processes} processes on ${gatewayCpus} CPU${gatewayCpus === 1 ? '' : 's'} for the gateway`
-          : check(ratio >= 0.8);
-    say(`  ${r.processes} processes: throughput >= 0.8 x ${r.processes} x one: ${fixed(rate(r.pass))} vs ${fixed(rate(one.pass))} turns/s, ${fixed(ratio, 2)} x N x one — ${verdict} (${cpus?.middlebox ? `the gateway processes share CPUs ${cpus.middlebox}` : `${os.availableParallelism()} cores, shared with the engine and the load generator`})`);
+        : r.cpuShare === null && r.processes > gatewayCpus
+          ? `not measurable here: ${r.processes} processes on ${gatewayCpus} CPU${gatewayCpus === 1 ? '' : 's'} for the gateway (BENCH_SCALE_CPU_SHARE gives each a quota)`
+          : loadBound
+            ? `not measurable: the engine and load generator's CPUs were ${fixed(Math.max(r.load.busyPercent, one.load.busyPercent), 0)}% busy (lower BENCH_SCALE_CPU_SHARE)`
+            : check(ratio >= 0.8);
+    const used = (row: Row) => `${fixed((rate(row.pass) * row.cpuMsPerTurn) / 1000, 2)} cores`;
+    const where =
+      r.cpuShare !== null
+        ? `the gateway, its processes and the placement service, held to ${r.cpuShare} of a core per process by a cgroup CPU quota, standing in for a core each; used ${used(one)} and ${used(r)}`
+        : cpus?.middlebox
+          ? `the gateway processes share CPUs ${cpus.middlebox}`
+          : `${os.availableParallelism()} cores, shared with the engine and the load generator`;
+    say(`  ${r.processes} processes: throughput >= 0.8 x ${r.processes} x one: ${fixed(rate(r.pass))} vs ${fixed(rate(one.pass))} turns/s, ${fixed(ratio, 2)} x N x one — ${verdict} (${where})`);
   }
 }
 
@@ -432,17 +480,23 @@ async function run(bench: Bench, rows: Row[]): Promise<void> {
     rows.push(r);
     printRow(r);
   };
-  const main = await startGateways(bench.children, bench.dir, bench.engine.url, 1, 'main', bench.cpus);
+  const main = await startGateway(bench.children, bench.dir, bench.engine.url, 1, 'main', bench.cpus);
   // Unreported: JIT compilation and first-use caches would otherwise land on the first row.
   await gatewayRow(bench, main, 'warmup', 'warmup', closedLoop(WARMUP_SESSIONS, TURNS), false);
   printHeader();
   if (MODES.has('closed')) for (const n of SESSIONS) record(await gatewayRow(bench, main, 'closed', `closed-${n}`, closedRow(n), true));
   if (MODES.has('open')) record(await gatewayRow(bench, main, 'open', 'open', openLoop(OPEN_SESSIONS, TURNS, OPEN_RATE, THINK_MS), true));
   if (MODES.has('scale')) {
+    const quota = bench.scaleQuota;
     for (const n of PROCESSES) {
-      const gateways = n === 1 ? main : await startGateways(bench.children, bench.dir, bench.engine.url, n, `scale${n}`, bench.cpus);
-      record(await gatewayRow(bench, gateways, 'scale', `scale-${n}`, closedLoop(SCALE_SESSIONS, TURNS), false));
-      if (gateways !== main) await Promise.all(gateways.map((g) => bench.children.stop(g.child)));
+      // Under a quota, one process is held to it too: the baseline N is compared with.
+      const gateway =
+        n === 1 && !quota
+          ? main
+          : await startGateway(bench.children, bench.dir, bench.engine.url, n, `scale${n}`, bench.cpus, quota ? (name, command) => quota.quotas.wrap(name, n * quota.share, command) : undefined);
+      if (gateway !== main) await gatewayRow(bench, gateway, 'warmup', `warmup-scale-${n}`, closedLoop(WARMUP_SESSIONS * n, TURNS), false);
+      record(await gatewayRow(bench, gateway, 'scale', `scale-${n}`, closedLoop(SCALE_SESSIONS * n, TURNS), false, quota?.share ?? null));
+      if (gateway !== main) await bench.children.stop(gateway.child);
     }
   }
   const peers: Peer[] = [];
@@ -464,12 +518,14 @@ async function main(): Promise<void> {
   const started = performance.now();
   let store: SqliteStore | undefined;
   let plan: CpuPlan | undefined;
+  let quotas: CpuQuotas | null = null;
   let finished: Promise<void> | undefined;
   // Once, from `finally` or a signal, whichever comes first: targets, then everything stopped.
   const finish = () =>
     (finished ??= (async () => {
       if (rows.length > 0) printTargets(rows, plan);
       await children.stopAll();
+      await quotas?.removeAll();
       store?.close();
       rmSync(dir, { recursive: true, force: true });
       const left = children.leftBehind();
@@ -486,11 +542,16 @@ async function main(): Promise<void> {
   try {
     const cores = os.availableParallelism();
     const cpus = (plan = cpuPlan(PIN));
+    const share = MODES.has('scale') ? scaleCpuShare(cpus) : 0;
     pinSelf(cpus.rest);
     const engine = await startEngine(children, dir, TURNS, cpus);
     store = SqliteStore.open(path.join(dir, 'store.sqlite'));
+    if (share > 0) {
+      quotas = await CpuQuotas.open(dir);
+      if (!quotas) say('no cgroup hierarchy is writable here: the scale rows run without a CPU quota');
+    }
     say(`gateway benchmark: ${TURNS} turns per session (context: the largest prompt of the row, tokens), engine-sim at time scale 0, ${cores} cores; load generator pid ${process.pid}, engine pid ${engine.child.pid}; ${describePlan(cpus)}; gateway GC: ${GATEWAY_GC === 'single' ? '--single-threaded-gc' : "V8's background threads"} (BENCH_GATEWAY_GC)`);
-    await run({ children, cpus, dir, engine, store }, rows);
+    await run({ children, cpus, dir, engine, store, scaleQuota: quotas ? { share, quotas } : null }, rows);
   } catch (error) {
     say(`benchmark stopped early: ${(error as Error).message}`);
     process.exitCode = 1;

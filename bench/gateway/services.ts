@@ -59,25 +59,37 @@ function gatewayGc(value: string): 'single' | 'parallel' {
   return value;
 }
 
+/** How the gateway's command is run: as it is, or wrapped (e.g. under a CPU quota, `cpu-quota.ts`). */
+export type Launch = (name: string, command: [string, string[]]) => Promise<[string, string[]]>;
+
+/** A running `rollout gateway`: its process (with its gateway processes, when it forked any) and every process's URL. */
+export interface Gateway {
+  child: Child;
+  urls: string[];
+}
+
 /**
- * `processes` gateway replicas (`rollout gateway`, each its own process with --expose-gc for the
- * stats route's collection) sharing one SQLite store, routing to the engine.
+ * `rollout gateway` with `gateway.processes: processes` (with --expose-gc for the stats route's
+ * collection), on its own SQLite store, routing to the engine. With one process the gateway runs
+ * in it; with more, it forks them (they run with the configuration's node flags only, so without
+ * --expose-gc and BENCH_GATEWAY_NODE_ARGS) and runs the placement service they all place through,
+ * as a deployment of `gateway.processes` does.
  */
-export async function startGateways(children: Children, dir: string, engineUrl: string, processes: number, tag: string, cpus: CpuPlan): Promise<Service[]> {
-  return Promise.all(
-    Array.from({ length: processes }, async (_, i) => {
-      const config = {
-        dataDir: path.join(dir, 'data'),
-        store: { url: path.join(dir, 'store.sqlite') },
-        engines: [{ name: 'e0', kind: 'vllm', url: engineUrl, kvCapacityTokens: KV_CAPACITY_TOKENS }],
-        gateway: { host: '127.0.0.1', port: 0, adminToken: ADMIN_TOKEN, replicaId: `bench-${tag}-${i}` },
-      };
-      const configFile = path.join(dir, `gateway-${tag}-${i}.json`);
-      writeFileSync(configFile, JSON.stringify(config));
-      const child = children.start(`gateway ${tag}-${i}`, ...onCpus(cpus.middlebox, process.execPath, ['--expose-gc', ...GATEWAY_GC_ARGS, ...GATEWAY_NODE_ARGS, path.join(ROOT, 'cli/bin.mjs'), 'gateway', '--config', configFile]), path.join(dir, `gateway-${tag}-${i}.log`));
-      return { child, url: await children.waitForLine(child, /gateway listening on (\S+);/, 120_000) };
-    }),
-  );
+export async function startGateway(children: Children, dir: string, engineUrl: string, processes: number, tag: string, cpus: CpuPlan, launch: Launch = async (_, command) => command): Promise<Gateway> {
+  const name = `gateway-${tag}`;
+  const config = {
+    dataDir: path.join(dir, 'data'),
+    store: { url: path.join(dir, 'store.sqlite') },
+    engines: [{ name: 'e0', kind: 'vllm', url: engineUrl, kvCapacityTokens: KV_CAPACITY_TOKENS }],
+    gateway: { host: '127.0.0.1', port: 0, adminToken: ADMIN_TOKEN, replicaId: `bench-${tag}`, processes },
+  };
+  const configFile = path.join(dir, `${name}.json`);
+  writeFileSync(configFile, JSON.stringify(config));
+  const command = await launch(name, onCpus(cpus.middlebox, process.execPath, ['--expose-gc', ...GATEWAY_GC_ARGS, ...GATEWAY_NODE_ARGS, path.join(ROOT, 'cli/bin.mjs'), 'gateway', '--config', configFile]));
+  const child = children.start(name, ...command, path.join(dir, `${name}.log`));
+  const urls = (await children.waitForLine(child, /gateway listening on ([^;]+);/, 120_000)).split(' ');
+  if (urls.length !== processes) throw new ChildStartError(`${name} listens on ${urls.length} URLs, not ${processes}: ${urls.join(' ')}`);
+  return { child, urls };
 }
 
 /**

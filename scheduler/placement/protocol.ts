@@ -24,6 +24,20 @@ const Base = z
   .object({ blocks: z.number().int().positive().max(MAX_BLOCKS), hash: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER) })
   .optional();
 
+/**
+ * A call that ended: `base` + `blocks` (prompt + output) are now cached on its engine. A `base` the
+ * service does not hold only costs the index these blocks.
+ */
+export const EndedCall = z.object({ id: PlacementId, outputTokens: Tokens, base: Base, blocks: Blocks });
+export type EndedCall = z.infer<typeof EndedCall>;
+/** Most ends one request carries. */
+export const MAX_ENDED = 1_024;
+/**
+ * Ends a caller batches into one request. They are applied before anything else the request asks;
+ * an id the service does not hold (ended already, or lapsed) is skipped and named in the answer.
+ */
+const Ended = z.array(EndedCall).max(MAX_ENDED).default([]);
+
 /** One model call to place, hashed by the caller. */
 export const CallBody = z.object({
   chainId: z.string().min(1).max(512),
@@ -35,8 +49,10 @@ export const CallBody = z.object({
   promptTokens: Tokens,
   expectedOutputTokens: Tokens,
   home: Name.optional(),
+  /** Calls of this caller that ended since its last request, riding on this one. */
+  ended: Ended,
 });
-export type CallBody = z.infer<typeof CallBody>;
+export type CallBody = z.input<typeof CallBody>;
 
 /** The answer's status when the service does not hold a call's `base`: send every block again. */
 export const STALE_BASE_STATUS = 409;
@@ -45,11 +61,11 @@ export const STALE_BASE_STATUS = 409;
 export const AcquireBody = CallBody;
 /** `POST /v1/place`: a failover, at once, avoiding the engines the call failed on. */
 export const PlaceBody = CallBody.extend({ exclude: z.array(Name).max(1_024) });
-/**
- * `POST /v1/finished`: the call ended; `base` + `blocks` (prompt + output) are now cached on its
- * engine. A `base` the service does not hold only costs the index these blocks.
- */
-export const FinishedBody = z.object({ id: PlacementId, outputTokens: Tokens, base: Base, blocks: Blocks });
+/** `POST /v1/finished`: ends that found no placement request to ride on. */
+export const FinishedBody = z.object({ ended: Ended });
+/** The answer to finished: the ended ids the service did not hold. */
+export const FinishedAnswer = z.object({ unknown: z.array(PlacementId).max(MAX_ENDED) });
+export type FinishedAnswer = z.infer<typeof FinishedAnswer>;
 /** `POST /v1/failed`: the call failed; `engineDown` when the engine never answered, `timedOut` when that was a timeout. */
 export const FailedBody = z.object({ id: PlacementId, engineDown: z.boolean(), timedOut: z.boolean().default(false) });
 /** `POST /v1/renew`: the caller's placements still in flight (unrenewed ones lapse). */
@@ -60,6 +76,8 @@ export const ForgetBody = z.object({ sessionId: z.string().min(1).max(512) });
 /** The answer to acquire and place: null when no engine can take the call. */
 export const PlacementAnswer = z.object({
   placement: z.object({ id: PlacementId, instance: Name }).nullable(),
+  /** Of the ends the request carried, the ids the service did not hold. */
+  unknownEnded: z.array(PlacementId).max(MAX_ENDED).default([]),
   /** A placement not renewed for this long is released by the service, ms. */
   leaseMs: z.number().int().positive(),
 });

@@ -4,7 +4,8 @@ import { commonPrefix, IncrementalHasher } from '../routing/block-hash.js';
 import type { BlockHashes } from '../routing/types.js';
 import { createRouter, ROUTING_DEFAULTS, type CallRouter, type Placement, type RouteCall, type Router, type RoutingOptions } from '../router.js';
 import type { ChainBase } from './chain-blocks.js';
-import { InstancesAnswer, PlacementAnswer, STALE_BASE_STATUS, type CallBody } from './protocol.js';
+import { requestText, type TextRequest } from './http-text.js';
+import { FinishedAnswer, InstancesAnswer, MAX_ENDED, PlacementAnswer, STALE_BASE_STATUS, type CallBody, type EndedCall } from './protocol.js';
 
 export interface RemoteRouterOptions {
   /** The placement service's base URL (`gateway.placementUrl`). */
@@ -17,6 +18,12 @@ export interface RemoteRouterOptions {
   routing?: RoutingOptions;
   /** After the service failed a call, calls are routed locally for this long before it is asked again, ms. Default 5,000. */
   retryAfterMs?: number;
+  /**
+   * A call's end waits this long for a placement request to ride on before it is sent alone, ms:
+   * under load most ends ride, so a model call costs the service one request instead of two, and
+   * the service learns of an end at most this much later. Default 5.
+   */
+  endDelayMs?: number;
   /** Where degradation and recovery are reported. Default `console.warn`. */
   log?: (line: string) => void;
 }
@@ -56,6 +63,7 @@ export class RemoteRouter implements CallRouter {
   private readonly hasher: IncrementalHasher;
   private readonly blockSize: number;
   private readonly retryAfterMs: number;
+  private readonly endDelayMs: number;
   private readonly log: (line: string) => void;
   /** Per chain, the blocks the service was last sent (insertion order is recency). */
   private readonly sent = new Map<string, BlockHashes>();
@@ -63,6 +71,9 @@ export class RemoteRouter implements CallRouter {
   private readonly outstanding = new Set<string>();
   /** Engine health as the service last reported it. */
   private readonly health = new Map<string, boolean>();
+  /** Ends not sent yet: they ride on the next placement request, or go alone after `endDelayMs`. */
+  private ended: EndedCall[] = [];
+  private endTimer: NodeJS.Timeout | undefined;
   private localUntil = 0;
   private degraded = false;
   private timer: NodeJS.Timeout | undefined;
@@ -72,6 +83,7 @@ export class RemoteRouter implements CallRouter {
     this.maxAttempts = routing.maxAttempts;
     this.blockSize = routing.blockSize;
     this.retryAfterMs = options.retryAfterMs ?? 5_000;
+    this.endDelayMs = options.endDelayMs ?? 5;
     this.log = options.log ?? ((line) => console.warn(line));
     this.hasher = new IncrementalHasher({ blockSize: this.blockSize });
     this.local = createRouter(options.engines, options.routing);
@@ -98,6 +110,7 @@ export class RemoteRouter implements CallRouter {
 
   async close(): Promise<void> {
     clearInterval(this.timer);
+    await this.sendEnded();
     await this.local.close();
   }
 
@@ -128,7 +141,7 @@ export class RemoteRouter implements CallRouter {
     if (placement.via === 'local') return this.local.finished(placement.placement, sampledIds);
     this.outstanding.delete(placement.id);
     const delta = sampledIds.length > 0 ? this.delta(placement.chainId, this.hasher.hashes(placement.chainId, placement.promptIds, sampledIds), false) : { blocks: [] };
-    this.notify('/v1/finished', { id: placement.id, outputTokens: sampledIds.length, ...delta });
+    this.queueEnded([{ id: placement.id, outputTokens: sampledIds.length, ...delta }]);
   }
 
   failed(placement: RemotePlacement, engineDown: boolean, timedOut = false): void {
@@ -150,14 +163,50 @@ export class RemoteRouter implements CallRouter {
     if (this.serviceUp()) this.notify('/v1/sessions/forget', { sessionId });
   }
 
-  /** `send` with the call's new blocks; again with all of them if the service lacks their base. */
-  private async withBase<T>(call: RouteCall, send: (body: CallBody) => Promise<T>): Promise<T> {
+  /**
+   * `send` with the call's new blocks and the ends waiting to be sent; again with all of its
+   * blocks (the ends were applied) if the service lacks their base. When it fails otherwise, the
+   * ends wait for the next request (one the service applied after all is skipped there).
+   */
+  private async withBase<T extends PlacementAnswer>(call: RouteCall, send: (body: CallBody) => Promise<T>): Promise<T> {
+    const ended = this.takeEnded();
     try {
-      return await send(this.body(call, false));
+      return this.heardEnded(await send({ ...this.body(call, false), ended }));
     } catch (error) {
-      if (!(error instanceof PlacementServiceError && error.status === STALE_BASE_STATUS)) throw error;
+      if (!(error instanceof PlacementServiceError && error.status === STALE_BASE_STATUS)) {
+        this.queueEnded(ended);
+        throw error;
+      }
       return send(this.body(call, true));
     }
+  }
+
+  private queueEnded(ended: EndedCall[]): void {
+    this.ended.push(...ended);
+    if (this.ended.length >= MAX_ENDED) void this.sendEnded();
+    else this.endTimer ??= setTimeout(() => void this.sendEnded(), this.endDelayMs);
+  }
+
+  private takeEnded(): EndedCall[] {
+    clearTimeout(this.endTimer);
+    this.endTimer = undefined;
+    return this.ended.splice(0, MAX_ENDED);
+  }
+
+  /** Sends the ends that found no request to ride on. */
+  private async sendEnded(): Promise<void> {
+    const ended = this.takeEnded();
+    if (ended.length === 0) return;
+    await this.post('/v1/finished', { ended }, FinishedAnswer).then(
+      (answer) => this.heardEnded({ unknownEnded: answer.unknown }),
+      (error: unknown) => this.log(`placement service /v1/finished failed: ${(error as Error).message}`),
+    );
+  }
+
+  /** Ends the service no longer held were released by it already (their leases lapsed): said, not hidden. */
+  private heardEnded<T extends { unknownEnded: string[] }>(answer: T): T {
+    if (answer.unknownEnded.length > 0) this.log(`placement service did not hold ${answer.unknownEnded.length} ended placement(s) (lapsed unrenewed, or ended by a request whose answer was lost): ${answer.unknownEnded.slice(0, 3).join(', ')}`);
+    return answer;
   }
 
   private body(call: RouteCall, all: boolean): CallBody {
@@ -225,7 +274,7 @@ export class RemoteRouter implements CallRouter {
   }
 
   private async get<T>(path: string, schema: z.ZodType<T>): Promise<T> {
-    return schema.parse(JSON.parse(await this.send(path, { method: 'GET' })));
+    return schema.parse(JSON.parse(await this.send(path, { method: 'GET', headers: {} })));
   }
 
   private async post<T>(path: string, body: object, schema: z.ZodType<T>, signal?: AbortSignal): Promise<T> {
@@ -237,10 +286,9 @@ export class RemoteRouter implements CallRouter {
   }
 
   /** The answer's text; an error status throws. */
-  private async send(path: string, init: RequestInit): Promise<string> {
-    const response = await fetch(`${this.options.url}${path}`, { ...init, headers: { ...init.headers, authorization: `Bearer ${this.options.token}` } });
-    const text = await response.text();
-    if (!response.ok) throw new PlacementServiceError(`${path} answered ${response.status}: ${text.slice(0, 300)}`, response.status);
-    return text;
+  private async send(path: string, request: TextRequest): Promise<string> {
+    const answer = await requestText(new URL(`${this.options.url}${path}`), { ...request, headers: { ...request.headers, authorization: `Bearer ${this.options.token}` } });
+    if (answer.status < 200 || answer.status > 299) throw new PlacementServiceError(`${path} answered ${answer.status}: ${answer.text.slice(0, 300)}`, answer.status);
+    return answer.text;
   }
 }

@@ -17,6 +17,8 @@ import {
   RenewBody,
   STALE_BASE_STATUS,
   type CallBody,
+  type EndedCall,
+  type FinishedAnswer,
   type InstancesAnswer,
   type PlacementAnswer,
 } from './protocol.js';
@@ -114,10 +116,16 @@ class PlacementBook {
 
   /** Ends a placement; throws for one unknown (ended already, or lapsed). */
   take(id: string): RequestPlacement {
+    const placement = this.takeHeld(id);
+    if (!placement) throw new UnknownPlacementError(`no placement ${id} (ended, or lapsed unrenewed)`);
+    return placement;
+  }
+
+  /** Ends a placement; undefined for one unknown. */
+  takeHeld(id: string): RequestPlacement | undefined {
     const entry = this.held.get(id);
-    if (!entry) throw new UnknownPlacementError(`no placement ${id} (ended, or lapsed unrenewed)`);
     this.held.delete(id);
-    return entry.placement;
+    return entry?.placement;
   }
 
   /** Extends the given placements; returns the ids it does not hold. */
@@ -160,13 +168,24 @@ function placementRoutes(router: Router, book: PlacementBook, chains: ChainBlock
       const { chainId, blockSize, promptTokens, expectedOutputTokens, home } = call;
       return { chainId, blocks, blockSize, promptTokens, expectedOutputTokens, home };
     };
-    const answer = (placement: RequestPlacement | undefined): PlacementAnswer => ({
+    const answer = (placement: RequestPlacement | undefined, unknownEnded: string[]): PlacementAnswer => ({
       placement: placement ? { id: book.add(placement), instance: placement.instance } : null,
+      unknownEnded,
       leaseMs: options.leaseMs,
     });
+    /** Applies the ends a request carries (first: they free what the call may be admitted to); returns the ids not held. */
+    const applyEnded = (ended: readonly EndedCall[]): string[] =>
+      ended.flatMap((end) => {
+        const placement = book.takeHeld(end.id);
+        if (!placement) return [end.id];
+        router.ended(placement, end.outputTokens, chains.resolve(placement.request.chainId, end.base, end.blocks) ?? []);
+        return [];
+      });
 
     app.post('/v1/acquire', async (request, reply) => {
-      const call = requestOf(parse(AcquireBody, request.body));
+      const body = parse(AcquireBody, request.body);
+      const unknownEnded = applyEnded(body.ended);
+      const call = requestOf(body);
       const gone = callerGone(reply);
       const placement = await router.admit(call, gone);
       // The caller left as the call was let through: nobody will end it, so it ends here.
@@ -174,18 +193,14 @@ function placementRoutes(router: Router, book: PlacementBook, chains: ChainBlock
         router.failed(placement, false);
         return reply;
       }
-      return answer(placement);
+      return answer(placement, unknownEnded);
     });
     app.post('/v1/place', async (request) => {
       const { exclude, ...call } = parse(PlaceBody, request.body);
-      return answer(router.placeRequest(requestOf(call), new Set(exclude)));
+      const unknownEnded = applyEnded(call.ended);
+      return answer(router.placeRequest(requestOf(call), new Set(exclude)), unknownEnded);
     });
-    app.post('/v1/finished', async (request, reply) => {
-      const body = parse(FinishedBody, request.body);
-      const placement = book.take(body.id);
-      router.ended(placement, body.outputTokens, chains.resolve(placement.request.chainId, body.base, body.blocks) ?? []);
-      return reply.code(204).send();
-    });
+    app.post('/v1/finished', async (request): Promise<FinishedAnswer> => ({ unknown: applyEnded(parse(FinishedBody, request.body).ended) }));
     app.post('/v1/failed', async (request, reply) => {
       const body = parse(FailedBody, request.body);
       router.failed(book.take(body.id), body.engineDown, body.timedOut);

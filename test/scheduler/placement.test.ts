@@ -90,6 +90,21 @@ async function peakOnEngine(urls: string[], perReplica: number, prefix: string):
   return peak;
 }
 
+/** What a remote router sends, seen on its way to the service: each request's path and body. */
+async function relayToService(): Promise<{ url: string; sent: { path: string; body: Record<string, unknown> }[]; close(): void }> {
+  const sent: { path: string; body: Record<string, unknown> }[] = [];
+  const relay = http.createServer(async (request, response) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks).toString();
+    if (body) sent.push({ path: request.url!, body: JSON.parse(body) as Record<string, unknown> });
+    const answer = await fetch(`${service.url}${request.url}`, { method: request.method, headers: request.headers as Record<string, string>, body: body || undefined });
+    response.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' }).end(await answer.text());
+  });
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(relay.address() as AddressInfo).port}`, sent, close: () => relay.close() };
+}
+
 async function waiting(): Promise<number> {
   const r = await fetch(`${service.url}/v1/instances`, { headers: { authorization: `Bearer ${TOKEN}` } });
   return ((await r.json()) as { waiting: number }).waiting;
@@ -100,8 +115,10 @@ describe('placement service shared by gateway replicas', () => {
     const a = await replica('P-A', remote());
     const b = await replica('P-B', remote());
     expect(await peakOnEngine([a, b], 2, 'shared')).toBe(1);
-    const state = (await (await fetch(`${service.url}/v1/instances`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as any;
-    expect(state).toMatchObject({ waiting: 0, instances: [{ name: 'kv', healthy: true, inFlightRequests: 0 }] });
+    // The last calls' ends reach the service within `endDelayMs` of their answers.
+    await expect
+      .poll(async () => (await fetch(`${service.url}/v1/instances`, { headers: { authorization: `Bearer ${TOKEN}` } })).json())
+      .toMatchObject({ waiting: 0, instances: [{ name: 'kv', healthy: true, inFlightRequests: 0 }] });
   });
 
   it('(without it, each replica admits on its own and the engine is over-admitted)', async () => {
@@ -136,19 +153,8 @@ describe('placement service shared by gateway replicas', () => {
 
   it('sends a chain only its new blocks; a base the service lacks is refused and the caller sends them all', async () => {
     const lines: string[] = [];
-    // What the router sends, seen on its way to the service.
-    const sent: { path: string; base?: { blocks: number }; blocks: number[] }[] = [];
-    const relay = http.createServer(async (request, response) => {
-      const chunks: Buffer[] = [];
-      for await (const chunk of request) chunks.push(chunk as Buffer);
-      const body = Buffer.concat(chunks).toString();
-      if (body) sent.push({ path: request.url!, ...(JSON.parse(body) as { blocks: number[] }) });
-      const answer = await fetch(`${service.url}${request.url}`, { method: request.method, headers: request.headers as Record<string, string>, body: body || undefined });
-      response.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' }).end(await answer.text());
-    });
-    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-    const relayUrl = `http://127.0.0.1:${(relay.address() as AddressInfo).port}`;
-    const router = new RemoteRouter({ url: relayUrl, token: TOKEN, engines, routing, retryAfterMs: 60_000, log: (line) => lines.push(line) });
+    const relay = await relayToService();
+    const router = new RemoteRouter({ url: relay.url, token: TOKEN, engines, routing, retryAfterMs: 60_000, log: (line) => lines.push(line) });
     const post = (path: string, body: object) =>
       fetch(`${service.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify(body) });
     const raw = async (base: object | undefined, blocks: number[]) => {
@@ -176,14 +182,52 @@ describe('placement service shared by gateway replicas', () => {
     expect(await raw({ blocks: whole.length, hash: whole.at(-1) }, [])).toEqual({ status: 200, type: undefined });
     expect(lines).toEqual([]);
     relay.close();
-    // Per call: its base and the blocks it carried (the last failure's notice may still be on its way).
-    const calls = sent.filter((c) => c.path === '/v1/acquire' || c.path === '/v1/finished').map((c) => [c.path, c.base?.blocks ?? 0, c.blocks.length]);
+    // Per call: its base and the blocks it carried (the last failure's notice may still be on its way); an end went alone, in a list.
+    type Blocks = { base?: { blocks: number }; blocks: number[] };
+    const calls = relay.sent
+      .filter((c) => c.path === '/v1/acquire' || c.path === '/v1/finished')
+      .map((c) => [c.path, c.path === '/v1/finished' ? (c.body.ended as Blocks[])[0]! : (c.body as Blocks)] as const)
+      .map(([path, c]) => [path, c.base?.blocks ?? 0, c.blocks.length]);
     expect(calls).toEqual([
       ['/v1/acquire', 0, 4],
       ['/v1/finished', 4, 2],
       ['/v1/acquire', 6, 4],
       ['/v1/acquire', 0, 10],
     ]);
+  });
+
+  it("sends a call's end on the next placement request, or alone after endDelayMs; an end the service lacks is said", async () => {
+    const lines: string[] = [];
+    const relay = await relayToService();
+    const router = new RemoteRouter({ url: relay.url, token: TOKEN, engines, routing, retryAfterMs: 60_000, endDelayMs: 60_000, log: (line) => lines.push(line) });
+    const inFlight = () => service.router.registry.views()[0]!.inFlightRequests;
+    const call = (chainId: string) => ({ chainId, promptIds: Array.from({ length: 200 }, (_, i) => i), expectedOutputTokens: 1 });
+    const a = (await router.acquire(call('ride/a')))!;
+    router.finished(a, [7]);
+    // Waiting for a request to ride on (endDelayMs is a minute here): the service still counts it.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(inFlight()).toBe(1);
+    const b = (await router.acquire(call('ride/b')))!;
+    // The end rode on b's acquire and was applied before it: only b is in flight.
+    expect(inFlight()).toBe(1);
+    const acquires = relay.sent.filter((c) => c.path === '/v1/acquire');
+    expect(acquires.map((c) => (c.body.ended as { id: string }[]).map((e) => e.id))).toEqual([[], [(a as { id: string }).id]]);
+    router.finished(b, [8]);
+    // Closing sends the end that found no request, alone.
+    await router.close();
+    expect(inFlight()).toBe(0);
+    const alone = relay.sent.filter((c) => c.path === '/v1/finished');
+    expect(alone.map((c) => (c.body.ended as { id: string }[]).map((e) => e.id))).toEqual([[(b as { id: string }).id]]);
+    expect(lines).toEqual([]);
+    // With the default delay an end goes alone within milliseconds; one the service no longer holds is logged, not hidden.
+    const quick = new RemoteRouter({ url: relay.url, token: TOKEN, engines, routing, retryAfterMs: 60_000, log: (line) => lines.push(line) });
+    const c = (await quick.acquire(call('ride/c')))!;
+    quick.finished(c, [9]);
+    await expect.poll(inFlight).toBe(0);
+    quick.finished(c, [9]);
+    await expect.poll(() => lines).toEqual([expect.stringMatching(/did not hold 1 ended placement/)]);
+    await quick.close();
+    relay.close();
   });
 
   it('falls back to routing locally when the placement service is unreachable', async () => {
