@@ -9,11 +9,12 @@
  * nothing the run started is left on the host, whether it finished, timed out or was killed.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync, readlinkSync } from 'node:fs';
+import { readlinkSync } from 'node:fs';
 import { constants } from 'node:os';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import type { Readable, Writable } from 'node:stream';
 import { ProviderUnavailableError } from './provider.js';
+import { procStat } from './proc-stat.js';
 
 /**
  * bwrap reports here the init's pid and namespaces, then the command's `exit-code` once it has
@@ -111,11 +112,10 @@ interface SandboxInit {
 function initState(init: SandboxInit): string | undefined {
   try {
     if (readlinkSync(`/proc/${init.pid}/ns/pid`) !== `pid:[${init.pidNamespace}]`) return undefined;
-    const stat = readFileSync(`/proc/${init.pid}/stat`, 'utf8');
-    return stat.charAt(stat.lastIndexOf(')') + 2);
   } catch {
     return undefined;
   }
+  return procStat(init.pid)?.state;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync } from 'node:fs';
+import { procStat } from '../../sandbox/proc-stat.js';
 
 /** Linux reports CPU time in clock ticks; 100 per second on every mainstream kernel config. */
 const CLOCK_TICKS_PER_SECOND = 100;
@@ -18,23 +19,8 @@ export interface Child {
 
 /** utime + stime of one process, ms; 0 once it is gone. */
 export function ownCpuMs(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name, which is parenthesised and may hold spaces.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
-  } catch {
-    return 0;
-  }
-}
-
-function parentOf(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-  } catch {
-    return -1;
-  }
+  const stat = procStat(pid);
+  return stat ? ((stat.utimeTicks + stat.stimeTicks) * 1000) / CLOCK_TICKS_PER_SECOND : 0;
 }
 
 /** The live descendants of `pid`, from /proc. */
@@ -43,7 +29,7 @@ function descendants(pid: number): number[] {
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     const child = Number(entry);
-    const parent = parentOf(child);
+    const parent = procStat(child)?.ppid ?? -1;
     children.set(parent, [...(children.get(parent) ?? []), child]);
   }
   const out: number[] = [];
@@ -62,14 +48,7 @@ export function treeCpuMs(pid: number): number {
 }
 
 /** Whether the process still exists (a zombie counts as gone: it holds no resources but its entry). */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
+const alive = (pid: number) => (procStat(pid)?.state ?? 'Z') !== 'Z';
 
 /**
  * Every process the benchmark starts, each in its own process group so stopping it reaches its

@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
@@ -7,6 +7,7 @@ import { defaultModelDir } from '../../gateway/codec/model-files.js';
 import { allowedCpus } from '../../bench/gateway/cpus.js';
 import { freePort } from '../../stack/ports.js';
 import { PROJECT_ROOT } from '../../stack/temporal-binary.js';
+import { procStat } from '../../sandbox/proc-stat.js';
 
 /** The venv scripts/install-vllm.sh installs vLLM (CPU), torch and transformers into. */
 export const VLLM_PYTHON = path.join(PROJECT_ROOT, '.tools', 'vllm', 'bin', 'python');
@@ -126,14 +127,7 @@ function exited(child: ChildProcess): Promise<void> {
 function engineProcesses(leader: number): number[] {
   const pids: number[] = [];
   for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      // Fields after the command (which may hold spaces): state, ppid, pgrp.
-      const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
-      if (pgrp === leader && Number(pid) !== leader) pids.push(Number(pid));
-    } catch {
-      // The process ended.
-    }
+    if (procStat(pid)?.pgrp === leader && Number(pid) !== leader) pids.push(Number(pid));
   }
   return pids;
 }

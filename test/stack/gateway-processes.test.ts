@@ -19,6 +19,7 @@ import {
 } from '../helpers/gateway.js';
 import { spawnGatewayRole } from '../helpers/processes.js';
 import { testConfig, testEngineTokenizer } from '../helpers/stack.js';
+import { procStat } from '../../sandbox/proc-stat.js';
 
 const tools = SHELL_TOOLS;
 const script = { wanderProbability: 0, tasks: [widgetScript()] };
@@ -42,17 +43,6 @@ function config(gateway: Record<string, unknown> = {}) {
       ...gateway,
     },
   });
-}
-
-/** A process's state and parent from /proc; undefined once it is gone. */
-function procStat(pid: number | string): { state: string; ppid: number } | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { state: state!, ppid: Number(ppid) };
-  } catch {
-    return undefined;
-  }
 }
 
 /** Whether a process runs (a zombie no longer does). */
