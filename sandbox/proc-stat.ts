@@ -26,3 +26,8 @@ export function procStat(pid: number | string): ProcStat | undefined {
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
   return { state: fields[0]!, ppid: Number(fields[1]), pgrp: Number(fields[2]), utimeTicks: Number(fields[11]), stimeTicks: Number(fields[12]) };
 }
+
+/** Whether the process still runs: a zombie does not (it holds no resources but its entry). */
+export function isRunning(pid: number | string): boolean {
+  return (procStat(pid)?.state ?? 'Z') !== 'Z';
+}

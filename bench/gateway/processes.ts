@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readdirSync } from 'node:fs';
-import { procStat } from '../../sandbox/proc-stat.js';
+import { isRunning, procStat } from '../../sandbox/proc-stat.js';
 
 /** Linux reports CPU time in clock ticks; 100 per second on every mainstream kernel config. */
 const CLOCK_TICKS_PER_SECOND = 100;
@@ -47,8 +47,6 @@ export function treeCpuMs(pid: number): number {
   return [pid, ...descendants(pid)].reduce((sum, p) => sum + ownCpuMs(p), 0);
 }
 
-/** Whether the process still exists (a zombie counts as gone: it holds no resources but its entry). */
-const alive = (pid: number) => (procStat(pid)?.state ?? 'Z') !== 'Z';
 
 /**
  * Every process the benchmark starts, each in its own process group so stopping it reaches its
@@ -128,7 +126,7 @@ export class Children {
 
   /** Pids started (or seen as their workers) that are still running. */
   leftBehind(): number[] {
-    return [...this.started.map((c) => c.pid), ...this.seen].filter(alive);
+    return [...this.started.map((c) => c.pid), ...this.seen].filter((pid) => isRunning(pid));
   }
 
   get count(): number {

@@ -15,9 +15,9 @@ export interface TextAnswer {
 }
 
 /**
- * Keep-alive connections to placement services. A gateway process calls its service twice per
- * model call (the placement, then its end); over `node:http` with a kept connection that costs a
- * fraction of what `fetch` does (its Request, web streams and abort signals per call).
+ * Keep-alive connections to placement services. A gateway process calls its service on every model
+ * call; over `node:http` with a kept connection that costs a fraction of what `fetch` does (its
+ * Request, web streams and abort signals per call). The engines' twin is `gateway/backends/engine-http.ts`.
  */
 const AGENTS = { 'http:': new http.Agent({ keepAlive: true }), 'https:': new https.Agent({ keepAlive: true }) };
 

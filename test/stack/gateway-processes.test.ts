@@ -19,7 +19,7 @@ import {
 } from '../helpers/gateway.js';
 import { spawnGatewayRole } from '../helpers/processes.js';
 import { testConfig, testEngineTokenizer } from '../helpers/stack.js';
-import { procStat } from '../../sandbox/proc-stat.js';
+import { isRunning, procStat } from '../../sandbox/proc-stat.js';
 
 const tools = SHELL_TOOLS;
 const script = { wanderProbability: 0, tasks: [widgetScript()] };
@@ -44,9 +44,6 @@ function config(gateway: Record<string, unknown> = {}) {
     },
   });
 }
-
-/** Whether a process runs (a zombie no longer does). */
-const alive = (pid: number) => (procStat(pid)?.state ?? 'Z') !== 'Z';
 
 /** The live processes `parent` started from gateway-child.ts (its children, by /proc). */
 function gatewayChildren(parent = process.pid): number[] {
@@ -173,7 +170,7 @@ describe('gateway.processes: 2 on one SQLite store', () => {
     const [, restarted] = gateways.pids() as [number, number];
     expect(restarted).not.toBe(killed);
     seenPids.add(restarted);
-    expect(alive(killed)).toBe(false);
+    expect(isRunning(killed)).toBe(false);
     // Its sessions and new ones are served at the URL the clients know.
     const [a, b] = gateways.urls as [string, string];
     const answers = await converse('procs-after-restart', [b, a, b]);
@@ -184,7 +181,7 @@ describe('gateway.processes: 2 on one SQLite store', () => {
   it('stop() leaves no process behind', async () => {
     await gateways.stop();
     expect(gatewayChildren()).toEqual([]);
-    for (const pid of seenPids) expect(alive(pid)).toBe(false);
+    for (const pid of seenPids) expect(isRunning(pid)).toBe(false);
   });
 });
 
@@ -219,7 +216,7 @@ describe('`rollout gateway` with gateway.processes: 2', () => {
       expect(children).toHaveLength(2);
       role.child.kill('SIGKILL');
       // Their IPC channel closes with the parent: each stops by itself.
-      await expect.poll(() => children.filter(alive), { timeout: 30_000 }).toEqual([]);
+      await expect.poll(() => children.filter((pid) => isRunning(pid)), { timeout: 30_000 }).toEqual([]);
     } finally {
       role.child.kill('SIGKILL');
     }
