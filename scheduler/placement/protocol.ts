@@ -1,6 +1,6 @@
 /**
- * The placement service's HTTP API (scheduler/placement/service.ts), shared by the service and its
- * client (remote-router.ts). Calls carry the prompt's chained block hashes and token counts, never
+ * The placement service's API (placement.ts, over HTTP in service.ts and over IPC in ipc-server.ts),
+ * shared by the service and its client (remote-router.ts). Calls carry the prompt's chained block hashes and token counts, never
  * the token ids, and of those only the blocks the service has not heard for the chain
  * (chain-blocks.ts). Every body is bounded: a call of the longest context a model serves is a few
  * megabytes of hashes at most.
@@ -53,6 +53,10 @@ export const CallBody = z.object({
   ended: Ended,
 });
 export type CallBody = z.input<typeof CallBody>;
+
+/** The service's calls: `GET /v1/instances`, and `POST` for the others. */
+export const PLACEMENT_PATHS = ['/v1/acquire', '/v1/place', '/v1/finished', '/v1/failed', '/v1/renew', '/v1/sessions/forget', '/v1/instances'] as const;
+export type PlacementPath = (typeof PLACEMENT_PATHS)[number];
 
 /** The answer's status when the service does not hold a call's `base`: send every block again. */
 export const STALE_BASE_STATUS = 409;

@@ -4,14 +4,12 @@ import { commonPrefix, IncrementalHasher } from '../routing/block-hash.js';
 import type { BlockHashes } from '../routing/types.js';
 import { createRouter, ROUTING_DEFAULTS, type CallRouter, type Placement, type RouteCall, type Router, type RoutingOptions } from '../router.js';
 import type { ChainBase } from './chain-blocks.js';
-import { requestText, type TextRequest } from './http-text.js';
-import { FinishedAnswer, InstancesAnswer, MAX_ENDED, PlacementAnswer, STALE_BASE_STATUS, type CallBody, type EndedCall } from './protocol.js';
+import { FinishedAnswer, InstancesAnswer, MAX_ENDED, PlacementAnswer, STALE_BASE_STATUS, type CallBody, type EndedCall, type PlacementPath } from './protocol.js';
+import type { PlacementTransport } from './transport.js';
 
 export interface RemoteRouterOptions {
-  /** The placement service's base URL (`gateway.placementUrl`). */
-  url: string;
-  /** Bearer token of the service. */
-  token: string;
+  /** How the placement service is reached: `httpTransport(gateway.placementUrl, token)`, or `ipcTransport()` in a forked gateway process. */
+  transport: PlacementTransport;
   /** The engines, for the local fallback router and the health view while the service is down. */
   engines: readonly RegisteredInstance[];
   /** The same `routing.*` as the service runs (block size, attempts, the fallback's policy). Default `{}`. */
@@ -117,7 +115,7 @@ export class RemoteRouter implements CallRouter {
   async acquire(call: RouteCall, signal?: AbortSignal): Promise<RemotePlacement | undefined> {
     if (this.serviceUp()) {
       try {
-        return this.fromService(call, await this.withBase(call, (body) => this.post('/v1/acquire', body, PlacementAnswer, signal)));
+        return this.fromService(call, await this.withBase(call, (body) => this.call('/v1/acquire', body, PlacementAnswer, signal)));
       } catch (error) {
         if (signal?.aborted) return undefined;
         this.degrade(error);
@@ -129,7 +127,7 @@ export class RemoteRouter implements CallRouter {
   async place(call: RouteCall, exclude: ReadonlySet<string> = new Set()): Promise<RemotePlacement | undefined> {
     if (this.serviceUp()) {
       try {
-        return this.fromService(call, await this.withBase(call, (body) => this.post('/v1/place', { ...body, exclude: [...exclude] }, PlacementAnswer)));
+        return this.fromService(call, await this.withBase(call, (body) => this.call('/v1/place', { ...body, exclude: [...exclude] }, PlacementAnswer)));
       } catch (error) {
         this.degrade(error);
       }
@@ -197,7 +195,7 @@ export class RemoteRouter implements CallRouter {
   private async sendEnded(): Promise<void> {
     const ended = this.takeEnded();
     if (ended.length === 0) return;
-    await this.post('/v1/finished', { ended }, FinishedAnswer).then(
+    await this.call('/v1/finished', { ended }, FinishedAnswer).then(
       (answer) => this.heardEnded({ unknownEnded: answer.unknown }),
       (error: unknown) => this.log(`placement service /v1/finished failed: ${(error as Error).message}`),
     );
@@ -248,24 +246,24 @@ export class RemoteRouter implements CallRouter {
 
   private degrade(error: unknown): void {
     this.localUntil = Date.now() + this.retryAfterMs;
-    if (!this.degraded) this.log(`placement service ${this.options.url} failed (${(error as Error).message}): routing locally, admission per replica`);
+    if (!this.degraded) this.log(`placement service at ${this.options.transport.name} failed (${(error as Error).message}): routing locally, admission per replica`);
     this.degraded = true;
   }
 
   private recovered(): void {
-    if (this.degraded) this.log(`placement service ${this.options.url} is back: routing through it`);
+    if (this.degraded) this.log(`placement service at ${this.options.transport.name} is back: routing through it`);
     this.degraded = false;
   }
 
   /** A call whose answer nobody waits for (an end, a forget); a loss is repaired by the lease. */
-  private notify(path: string, body: object): void {
-    this.postOnly(path, body).catch((error: unknown) => this.log(`placement service ${path} failed: ${(error as Error).message}`));
+  private notify(path: PlacementPath, body: object): void {
+    this.send(path, body).catch((error: unknown) => this.log(`placement service ${path} failed: ${(error as Error).message}`));
   }
 
   private async tick(): Promise<void> {
     try {
-      if (this.outstanding.size > 0) await this.postOnly('/v1/renew', { ids: [...this.outstanding] });
-      const answer = await this.get('/v1/instances', InstancesAnswer);
+      if (this.outstanding.size > 0) await this.send('/v1/renew', { ids: [...this.outstanding] });
+      const answer = await this.call('/v1/instances', undefined, InstancesAnswer);
       for (const i of answer.instances) this.health.set(i.name, i.healthy);
       this.recovered();
     } catch (error) {
@@ -273,22 +271,14 @@ export class RemoteRouter implements CallRouter {
     }
   }
 
-  private async get<T>(path: string, schema: z.ZodType<T>): Promise<T> {
-    return schema.parse(JSON.parse(await this.send(path, { method: 'GET', headers: {} })));
+  private async call<T>(path: PlacementPath, body: object | undefined, schema: z.ZodType<T>, signal?: AbortSignal): Promise<T> {
+    return schema.parse(await this.send(path, body, signal));
   }
 
-  private async post<T>(path: string, body: object, schema: z.ZodType<T>, signal?: AbortSignal): Promise<T> {
-    return schema.parse(JSON.parse(await this.postOnly(path, body, signal)));
-  }
-
-  private postOnly(path: string, body: object, signal?: AbortSignal): Promise<string> {
-    return this.send(path, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' }, signal });
-  }
-
-  /** The answer's text; an error status throws. */
-  private async send(path: string, request: TextRequest): Promise<string> {
-    const answer = await requestText(new URL(`${this.options.url}${path}`), { ...request, headers: { ...request.headers, authorization: `Bearer ${this.options.token}` } });
-    if (answer.status < 200 || answer.status > 299) throw new PlacementServiceError(`${path} answered ${answer.status}: ${answer.text.slice(0, 300)}`, answer.status);
-    return answer.text;
+  /** The answer's body; an error status throws. */
+  private async send(path: PlacementPath, body: object | undefined, signal?: AbortSignal): Promise<unknown> {
+    const answer = await this.options.transport.send(path, body, signal);
+    if (answer.status < 200 || answer.status > 299) throw new PlacementServiceError(`${path} answered ${answer.status}: ${JSON.stringify(answer.body)?.slice(0, 300)}`, answer.status);
+    return answer.body;
   }
 }

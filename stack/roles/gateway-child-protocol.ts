@@ -1,8 +1,11 @@
 import { z } from 'zod';
 
-/** Parent to child, once: the configuration the child's gateway runs with. */
-export const ChildStartMessage = z.object({ type: z.literal('start'), config: z.unknown() });
-export type ChildStartMessage = z.infer<typeof ChildStartMessage>;
+/**
+ * Parent to child, once: the configuration the child's gateway runs with; with `placementOverIpc`
+ * it places through its parent's placement over this channel, not `gateway.placementUrl`.
+ */
+export const ChildStartMessage = z.object({ type: z.literal('start'), config: z.unknown(), placementOverIpc: z.boolean().default(false) });
+export type ChildStartMessage = z.input<typeof ChildStartMessage>;
 
 /** Child to parent: it listens at `url`, or it could not start. */
 export const ChildMessage = z.discriminatedUnion('type', [

@@ -5,6 +5,7 @@
  * ignores SIGINT (a terminal's Ctrl-C reaches the whole process group, and the parent decides);
  * it exits when the channel closes, so a parent that dies leaves no gateway behind.
  */
+import { ipcTransport } from '../../scheduler/placement/ipc-client.js';
 import { ConfigSchema } from '../config.js';
 import { ChildStartMessage, type ChildMessage } from './gateway-child-protocol.js';
 import { startGateway, type GatewayRole } from './gateway.js';
@@ -28,10 +29,11 @@ process.on('SIGINT', () => undefined);
 process.on('SIGTERM', () => void stop());
 process.on('disconnect', () => void stop());
 process.once('message', (raw: unknown) => {
+  // The first message is the start; later ones are placement answers (ipc-client.ts reads them).
   void (async () => {
     try {
-      const config = ConfigSchema.parse(ChildStartMessage.parse(raw).config);
-      role = await startGateway(config);
+      const start = ChildStartMessage.parse(raw);
+      role = await startGateway(ConfigSchema.parse(start.config), { placement: start.placementOverIpc ? ipcTransport() : undefined });
       await send({ type: 'listening', url: role.url });
     } catch (error) {
       await send({ type: 'failed', message: (error as Error).message });

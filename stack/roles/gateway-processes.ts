@@ -4,7 +4,9 @@ import os from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { RolloutMetrics } from '../../telemetry/metrics.js';
 import type { Codec } from '../../gateway/codec/index.js';
-import { startPlacementService } from '../../scheduler/placement/service.js';
+import { isPlacementMessage } from '../../scheduler/placement/ipc-messages.js';
+import { servePlacement } from '../../scheduler/placement/ipc-server.js';
+import { Placement } from '../../scheduler/placement/placement.js';
 import type { Store } from '../../trajectory/index.js';
 import { stopChild } from '../child-process.js';
 import { ConfigError, type Config } from '../config.js';
@@ -84,10 +86,12 @@ class GatewayProcess {
   private listeningSince = 0;
   url = '';
 
+  /** @param placement the placement this process asks over its IPC channel; none: it asks `gateway.placementUrl`. */
   constructor(
     readonly name: string,
     private config: Config,
     private readonly log: (line: string) => void,
+    private readonly placement: Placement | undefined,
   ) {}
 
   get pid(): number | undefined {
@@ -102,7 +106,8 @@ class GatewayProcess {
       serialization: 'json',
     });
     this.child = child;
-    child.send({ type: 'start', config: this.config } satisfies ChildStartMessage);
+    if (this.placement) servePlacement(child, this.placement, this.log);
+    child.send({ type: 'start', config: this.config, placementOverIpc: this.placement !== undefined } satisfies ChildStartMessage);
     const url = await this.listening(child);
     // A restart comes back on the same port, so the clients' URLs stay right.
     if (this.config.gateway.port === 0)
@@ -130,14 +135,17 @@ class GatewayProcess {
         () => fail(`did not listen within ${GATEWAY_PROCESS_DEFAULTS.startTimeoutMs} ms`),
         GATEWAY_PROCESS_DEFAULTS.startTimeoutMs,
       );
-      child.once('message', (raw: unknown) => {
+      const onMessage = (raw: unknown) => {
+        if (isPlacementMessage(raw)) return;
+        child.off('message', onMessage);
         const message = ChildMessage.safeParse(raw);
         if (!message.success) return fail('sent a message that is not part of the protocol');
         if (message.data.type === 'failed') return fail(`failed to start: ${message.data.message}`);
         settled = true;
         clearTimeout(timer);
         resolve(message.data.url);
-      });
+      };
+      child.on('message', onMessage);
       child.once('exit', (code, signal) =>
         fail(`exited (${signal ?? `code ${code}`}) before it listened`),
       );
@@ -180,8 +188,9 @@ class GatewayProcess {
 /**
  * `gateway.processes` gateway processes on this host, each a replica of its own (port, replica id
  * `<replicaId or hostname:port>/p<i>`) on the configured store. Without `gateway.placementUrl` the
- * placement service runs here and every process places through it, so admission and the prefix
- * index are shared as between replicas on many machines.
+ * placement runs here and every process places through it over its IPC channel (cheaper than
+ * HTTP on both ends), so admission and the prefix index are shared as between replicas on many
+ * machines.
  */
 export function startGatewayProcesses(
   config: Config,
@@ -196,18 +205,13 @@ export function startGatewayProcesses(
   const adminToken = gatewayAdminToken(config);
   return withStops(async (stops) => {
     const engines = shared.engines ?? (await checkEngines(configuredInstances(config), config.model.name, log));
-    let placementUrl = g.placementUrl;
+    let placement: Placement | undefined;
     let isAvailable: GatewaysRole['isAvailable'];
-    if (!placementUrl) {
-      const placement = await startPlacementService({
-        engines,
-        routing: config.routing,
-        token: adminToken,
-        metrics: shared.metrics,
-      });
-      stops.push(() => placement.close());
-      placementUrl = placement.url;
-      isAvailable = (instance) => placement.router.registry.isHealthy(instance);
+    if (!g.placementUrl) {
+      const own = new Placement({ engines, routing: config.routing, metrics: shared.metrics });
+      stops.push(() => own.close());
+      placement = own;
+      isAvailable = (instance) => own.router.registry.isHealthy(instance);
     }
     const base = g.replicaId ?? `${os.hostname()}:${g.port}`;
     const processes = Array.from({ length: g.processes }, (_, i) => {
@@ -218,10 +222,9 @@ export function startGatewayProcesses(
         port,
         replicaId: `${base}/p${i}`,
         advertiseUrl: g.advertiseUrl && withPort(g.advertiseUrl, port),
-        placementUrl,
         adminToken,
       };
-      return new GatewayProcess(`p${i}`, { ...config, engines, gateway }, log);
+      return new GatewayProcess(`p${i}`, { ...config, engines, gateway }, log, placement);
     });
     stops.push(async () => void (await Promise.all(processes.map((p) => p.stop()))));
     const urls = await Promise.all(processes.map((p) => p.start()));

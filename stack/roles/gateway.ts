@@ -3,6 +3,7 @@ import type { Codec } from '../../gateway/codec/index.js';
 import { buildGateway } from '../../gateway/server.js';
 import { inlineDriftChecker } from '../../gateway/session/drift-checker.js';
 import { WorkerDriftChecker } from '../../gateway/session/drift-worker-checker.js';
+import type { PlacementTransport } from '../../scheduler/placement/transport.js';
 import type { Store } from '../../trajectory/index.js';
 import { createMetrics, type RolloutMetrics } from '../../telemetry/metrics.js';
 import type { Config } from '../config.js';
@@ -26,9 +27,13 @@ export interface GatewayRole {
  * The gateway on `gateway.host:port`, routing over `engines` (default: the configured ones, checked
  * against `model.name` and read for their limits, `checkEngines`). What `shared` leaves out it makes
  * itself: the codec from `model.*`, its own store from `store.url`, its own metrics (the process's
- * when shared: `GET /metrics` then shows every role of the process).
+ * when shared: `GET /metrics` then shows every role of the process). With `placement` it places
+ * through the placement service that transport reaches (`gatewayRouter`).
  */
-export function startGateway(config: Config, shared: { store?: Store; codec?: Codec; engines?: CheckedEngine[]; metrics?: RolloutMetrics } = {}): Promise<GatewayRole> {
+export function startGateway(
+  config: Config,
+  shared: { store?: Store; codec?: Codec; engines?: CheckedEngine[]; metrics?: RolloutMetrics; placement?: PlacementTransport } = {},
+): Promise<GatewayRole> {
   const adminToken = gatewayAdminToken(config);
   return withStops(async (stops) => {
     // First in, so its stop comes last: spans of the last turns are flushed.
@@ -42,7 +47,7 @@ export function startGateway(config: Config, shared: { store?: Store; codec?: Co
       store = own;
     }
     const metrics = shared.metrics ?? createMetrics();
-    const router = gatewayRouter(config, engines, metrics.router);
+    const router = gatewayRouter(config, engines, metrics.router, shared.placement);
     // Off the event loop: a closing session's drift check re-renders and re-encodes its history.
     const driftChecker = WorkerDriftChecker.start(configuredCodecOptions(config), inlineDriftChecker(codec), (line) => console.warn(line));
     stops.push(() => driftChecker.close());

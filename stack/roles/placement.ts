@@ -2,6 +2,7 @@ import os from 'node:os';
 import type { ReplicaOptions } from '../../gateway/replica/options.js';
 import { RemoteRouter } from '../../scheduler/placement/remote-router.js';
 import { startPlacementService, type PlacementService } from '../../scheduler/placement/service.js';
+import { httpTransport, type PlacementTransport } from '../../scheduler/placement/transport.js';
 import { createRouter, type CallRouter } from '../../scheduler/router.js';
 import type { InstanceConfig } from '../../scheduler/instances.js';
 import type { RouterMetrics } from '../../telemetry/metrics.js';
@@ -26,12 +27,14 @@ export async function startPlacementRole(config: Config): Promise<PlacementServi
 }
 
 /**
- * The router of a gateway replica: the placement service when `gateway.placementUrl` is set, else
- * in-process, counting its placements on `metrics`.
+ * The router of a gateway replica: the placement service over `placement` (a forked gateway
+ * process's IPC channel to its parent), else at `gateway.placementUrl` when set, else in-process,
+ * counting its placements on `metrics`.
  */
-export function gatewayRouter(config: Config, engines: readonly InstanceConfig[], metrics?: RouterMetrics): CallRouter {
+export function gatewayRouter(config: Config, engines: readonly InstanceConfig[], metrics?: RouterMetrics, placement?: PlacementTransport): CallRouter {
   const url = config.gateway.placementUrl;
-  return url ? new RemoteRouter({ url, token: gatewayAdminToken(config), engines, routing: config.routing }) : createRouter(engines, config.routing, metrics);
+  const transport = placement ?? (url ? httpTransport(url, gatewayAdminToken(config)) : undefined);
+  return transport ? new RemoteRouter({ transport, engines, routing: config.routing }) : createRouter(engines, config.routing, metrics);
 }
 
 /** A gateway replica's identity and timings from `gateway.*`. */

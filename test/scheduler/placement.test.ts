@@ -7,10 +7,12 @@ import type { EngineInstance } from '../../gateway/server.js';
 import { RemoteRouter } from '../../scheduler/placement/remote-router.js';
 import { blockHashes } from '../../scheduler/routing/block-hash.js';
 import { startPlacementService, type PlacementService } from '../../scheduler/placement/service.js';
+import { httpTransport } from '../../scheduler/placement/transport.js';
 import { scrape, total } from '../helpers/metrics-scrape.js';
 import { createRouter, type CallRouter, type RoutingOptions } from '../../scheduler/router.js';
 import { freePort } from '../../stack/ports.js';
 import { SqliteStore, type Store } from '../../trajectory/index.js';
+import { peakOnEngine } from '../helpers/engine-peak.js';
 import { openTestSession, sessionInfo, startTestGateway, tempStore } from '../helpers/gateway.js';
 import { testEngineTokenizer } from '../helpers/stack.js';
 
@@ -41,7 +43,7 @@ async function replica(id: string, router: CallRouter): Promise<string> {
   return url;
 }
 
-const remote = (url = service.url) => new RemoteRouter({ url, token: TOKEN, engines, routing, retryAfterMs: 60_000, log: () => undefined });
+const remote = (url = service.url) => new RemoteRouter({ transport: httpTransport(url, TOKEN), engines, routing, retryAfterMs: 60_000, log: () => undefined });
 
 beforeAll(async () => {
   const tokenizer = await testEngineTokenizer();
@@ -63,32 +65,7 @@ afterAll(async () => {
 });
 
 /** Runs `perReplica` concurrent long calls through each gateway; the most requests the engine held at once. */
-async function peakOnEngine(urls: string[], perReplica: number, prefix: string): Promise<number> {
-  let peak = 0;
-  const sampler = setInterval(() => {
-    const { running, waiting } = sim.stats();
-    peak = Math.max(peak, running + waiting);
-  }, 5);
-  try {
-    const calls = urls.flatMap((url, r) =>
-      Array.from({ length: perReplica }, async (_, i) => {
-        const sessionId = `${prefix}-${r}-${i}`;
-        const key = await openTestSession(url, sessionId, sessionInfo({ homeInstance: 'kv', taskId: 'long' }));
-        const response = await fetch(`${url}/v1/chat/completions`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-          body: JSON.stringify({ messages: [{ role: 'user', content: `Write it long, ${sessionId}.` }], max_tokens: MAX_TOKENS }),
-        });
-        expect(response.status, await response.clone().text()).toBe(200);
-        await response.json();
-      }),
-    );
-    await Promise.all(calls);
-  } finally {
-    clearInterval(sampler);
-  }
-  return peak;
-}
+const peak = (urls: string[], perReplica: number, prefix: string) => peakOnEngine(sim, urls, perReplica, prefix, { content: 'Write it long', maxTokens: MAX_TOKENS, homeInstance: 'kv' });
 
 /** What a remote router sends, seen on its way to the service: each request's path and body. */
 async function relayToService(): Promise<{ url: string; sent: { path: string; body: Record<string, unknown> }[]; close(): void }> {
@@ -114,7 +91,7 @@ describe('placement service shared by gateway replicas', () => {
   it('never admits more working sets to an engine than its KV capacity, however many replicas send calls', async () => {
     const a = await replica('P-A', remote());
     const b = await replica('P-B', remote());
-    expect(await peakOnEngine([a, b], 2, 'shared')).toBe(1);
+    expect(await peak([a, b], 2, 'shared')).toBe(1);
     // The last calls' ends reach the service within `endDelayMs` of their answers.
     await expect
       .poll(async () => (await fetch(`${service.url}/v1/instances`, { headers: { authorization: `Bearer ${TOKEN}` } })).json())
@@ -125,7 +102,7 @@ describe('placement service shared by gateway replicas', () => {
     const routers = [createRouter(engines, routing), createRouter(engines, routing)];
     const urls = [await replica('L-A', routers[0]!), await replica('L-B', routers[1]!)];
     await Promise.all(routers.map((r) => r.registry.refresh()));
-    expect(await peakOnEngine(urls, 2, 'own')).toBe(2);
+    expect(await peak(urls, 2, 'own')).toBe(2);
   });
 
   it('drops a held acquire when its caller aborts', async () => {
@@ -154,7 +131,7 @@ describe('placement service shared by gateway replicas', () => {
   it('sends a chain only its new blocks; a base the service lacks is refused and the caller sends them all', async () => {
     const lines: string[] = [];
     const relay = await relayToService();
-    const router = new RemoteRouter({ url: relay.url, token: TOKEN, engines, routing, retryAfterMs: 60_000, log: (line) => lines.push(line) });
+    const router = new RemoteRouter({ transport: httpTransport(relay.url, TOKEN), engines, routing, retryAfterMs: 60_000, log: (line) => lines.push(line) });
     const post = (path: string, body: object) =>
       fetch(`${service.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify(body) });
     const raw = async (base: object | undefined, blocks: number[]) => {
@@ -199,7 +176,7 @@ describe('placement service shared by gateway replicas', () => {
   it("sends a call's end on the next placement request, or alone after endDelayMs; an end the service lacks is said", async () => {
     const lines: string[] = [];
     const relay = await relayToService();
-    const router = new RemoteRouter({ url: relay.url, token: TOKEN, engines, routing, retryAfterMs: 60_000, endDelayMs: 60_000, log: (line) => lines.push(line) });
+    const router = new RemoteRouter({ transport: httpTransport(relay.url, TOKEN), engines, routing, retryAfterMs: 60_000, endDelayMs: 60_000, log: (line) => lines.push(line) });
     const inFlight = () => service.router.registry.views()[0]!.inFlightRequests;
     const call = (chainId: string) => ({ chainId, promptIds: Array.from({ length: 200 }, (_, i) => i), expectedOutputTokens: 1 });
     const a = (await router.acquire(call('ride/a')))!;
@@ -220,7 +197,7 @@ describe('placement service shared by gateway replicas', () => {
     expect(alone.map((c) => (c.body.ended as { id: string }[]).map((e) => e.id))).toEqual([[(b as { id: string }).id]]);
     expect(lines).toEqual([]);
     // With the default delay an end goes alone within milliseconds; one the service no longer holds is logged, not hidden.
-    const quick = new RemoteRouter({ url: relay.url, token: TOKEN, engines, routing, retryAfterMs: 60_000, log: (line) => lines.push(line) });
+    const quick = new RemoteRouter({ transport: httpTransport(relay.url, TOKEN), engines, routing, retryAfterMs: 60_000, log: (line) => lines.push(line) });
     const c = (await quick.acquire(call('ride/c')))!;
     quick.finished(c, [9]);
     await expect.poll(inFlight).toBe(0);
@@ -232,7 +209,7 @@ describe('placement service shared by gateway replicas', () => {
 
   it('falls back to routing locally when the placement service is unreachable', async () => {
     const lines: string[] = [];
-    const router = new RemoteRouter({ url: `http://127.0.0.1:${await freePort()}`, token: TOKEN, engines, routing, log: (line) => lines.push(line) });
+    const router = new RemoteRouter({ transport: httpTransport(`http://127.0.0.1:${await freePort()}`, TOKEN), engines, routing, log: (line) => lines.push(line) });
     const url = await replica('F-A', router);
     await router.acquire({ chainId: 'probe/0', promptIds: [1], expectedOutputTokens: 1 }).then((p) => p && router.failed(p, false));
     expect(lines.join('\n')).toMatch(/routing locally/);

@@ -13,11 +13,15 @@ import type { Store } from '../../trajectory/index.js';
 import {
   closeTestSession,
   openTestSession,
+  sessionInfo,
   SHELL_TOOLS,
   TEST_ADMIN_TOKEN,
   widgetScript,
 } from '../helpers/gateway.js';
+import { peakOnEngine } from '../helpers/engine-peak.js';
+import { parseExposition, total } from '../helpers/metrics-scrape.js';
 import { spawnGatewayRole } from '../helpers/processes.js';
+import { createMetrics, type RolloutMetrics } from '../../telemetry/metrics.js';
 import { testConfig, testEngineTokenizer } from '../helpers/stack.js';
 import { isRunning, procStat } from '../../sandbox/proc-stat.js';
 
@@ -28,13 +32,20 @@ const replicaId = (i: number) => `${os.hostname()}:0/p${i}`;
 let engine: EngineSim;
 let store: Store;
 let gateways: GatewaysRole;
+/** The parent's metrics: the placement the processes share counts its decisions there. */
+const metrics = createMetrics();
 const logged: string[] = [];
 /** Every pid a gateway process had, restarts included. */
 const seenPids = new Set<number>();
 
-function config(gateway: Record<string, unknown> = {}) {
+/** The sum of the samples of `name` in `from`'s registry now. */
+async function counted(from: RolloutMetrics, name: string): Promise<number> {
+  return total(parseExposition(await from.registry.metrics()), name);
+}
+
+function config(gateway: Record<string, unknown> = {}, on: { sim: EngineSim; kvCapacityTokens: number } = { sim: engine, kvCapacityTokens: 200_000 }) {
   return testConfig({
-    engines: [{ name: 'e0', kind: 'vllm', url: engine.url, kvCapacityTokens: 200_000 }],
+    engines: [{ name: 'e0', kind: 'vllm', url: on.sim.url, kvCapacityTokens: on.kvCapacityTokens }],
     gateway: {
       port: 0,
       processes: 2,
@@ -100,7 +111,7 @@ beforeAll(async () => {
   const first = config();
   // The store the processes share, opened here first: the test reads what they wrote.
   store = await openConfiguredStore(first);
-  gateways = await startGatewayProcesses(first, { log: (line) => logged.push(line) });
+  gateways = await startGatewayProcesses(first, { log: (line) => logged.push(line), metrics });
   for (const pid of gateways.pids()) seenPids.add(pid);
 });
 
@@ -134,7 +145,10 @@ describe('gateway.processes: 2 on one SQLite store', () => {
 
   it('serves a session opened on one process and called on the other by forwarding: one chain, token-exact', async () => {
     const [a, b] = gateways.urls as [string, string];
+    const placed = await counted(metrics, 'rollout_router_decisions_total');
     const answers = await converse('procs-forward', [a, b, b]);
+    // Every call was placed by the placement in the parent (over the processes' IPC channels).
+    expect((await counted(metrics, 'rollout_router_decisions_total')) - placed).toBe(3);
     expect(answers.at(-1).choices[0].message.content).toBe('The widget is fixed.');
     expect((await store.getSession('procs-forward'))?.owner).toBe(replicaId(0));
     const turns = await store.loadTurns('procs-forward');
@@ -220,5 +234,78 @@ describe('`rollout gateway` with gateway.processes: 2', () => {
     } finally {
       role.child.kill('SIGKILL');
     }
+  });
+});
+
+describe('gateway.processes: 2 placing through the parent over IPC', () => {
+  /** Small: one call (its prompt + max_tokens) takes more than half of it, so only one fits at a time. */
+  const KV = 4_000;
+  const long = { content: 'Write it long', maxTokens: 2_500, homeInstance: 'e0' };
+  const longScript = {
+    wanderProbability: 0,
+    tasks: [
+      { taskId: 'long', match: 'Write it long', solve: [{ thought: 'Hold.', tool: null, content: 'la '.repeat(400) }] },
+      // Five times as long: it holds the engine while the test drops the calls waiting behind it.
+      { taskId: 'hold', match: 'Hold the engine', solve: [{ thought: 'Hold.', tool: null, content: 'la '.repeat(2_000) }] },
+    ],
+  };
+  let sim: EngineSim;
+  let role: GatewaysRole;
+  const shared = createMetrics();
+  const held = () => counted(shared, 'rollout_router_held_calls');
+
+  beforeAll(async () => {
+    // About 400 tokens at a quarter of real time: each call runs for a good fraction of a second.
+    sim = await startEngineSim({ tokenizer: await testEngineTokenizer(), script: longScript, timeScale: 0.25, kvCapacityTokens: KV });
+    role = await startGatewayProcesses(config({}, { sim, kvCapacityTokens: KV }), { log: (line) => logged.push(line), metrics: shared });
+  });
+  afterAll(async () => {
+    await role?.stop();
+    await sim?.close();
+  });
+
+  /** Starts a long call through `url`; `done` settles with the answer's status, or the error's name. */
+  async function startLong(url: string, sessionId: string, signal?: AbortSignal, content = 'Write it long'): Promise<{ done: Promise<number | string> }> {
+    const key = await openTestSession(url, sessionId, sessionInfo({ homeInstance: 'e0', taskId: 'long' }));
+    const done = fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ messages: [{ role: 'user', content: `${content}, ${sessionId}.` }], max_tokens: long.maxTokens }),
+      signal,
+    }).then(
+      async (r) => (await r.text(), r.status),
+      (error: Error) => error.name,
+    );
+    return { done };
+  }
+
+  it('admits no more working sets to the engine than its KV capacity across both processes', async () => {
+    expect(await peakOnEngine(sim, role.urls, 2, 'ipc-shared', long)).toBe(1);
+    expect(await held()).toBe(0);
+  });
+
+  it("drops a held call in the parent when its client leaves, and when its process dies", async () => {
+    const [a, b] = role.urls as [string, string];
+    const heldBefore = await counted(shared, 'rollout_router_held_calls_total');
+    const blocker = await startLong(a, 'ipc-blocker', undefined, 'Hold the engine');
+    await expect.poll(() => sim.stats().running, { timeout: 10_000 }).toBe(1);
+    const abort = new AbortController();
+    const left = await startLong(b, 'ipc-left', abort.signal);
+    await expect.poll(held, { timeout: 10_000 }).toBe(1);
+    abort.abort();
+    expect(await left.done).toBe('AbortError');
+    await expect.poll(held).toBe(0);
+    // Dropped, not let through when the blocker ended: that is still running.
+    expect(sim.stats().running).toBe(1);
+    // Held again, then its process is killed: its IPC channel closes and the parent drops the call.
+    const orphan = await startLong(b, 'ipc-orphan');
+    await expect.poll(held, { timeout: 10_000 }).toBe(1);
+    process.kill(role.pids()[1]!, 'SIGKILL');
+    await expect.poll(held).toBe(0);
+    expect(sim.stats().running).toBe(1);
+    expect(await orphan.done).toBe('TypeError');
+    expect(await counted(shared, 'rollout_router_held_calls_total') - heldBefore).toBe(2);
+    expect(await blocker.done).toBe(200);
+    await expect.poll(() => logged.join('\n'), { timeout: 60_000 }).toMatch(/gateway process p1 restarted/);
   });
 });
