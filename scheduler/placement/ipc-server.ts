@@ -5,11 +5,14 @@ import { isPlacementMessage, PlacementIpcRequest, type PlacementIpcReply } from 
 /**
  * Answers the placement calls `child` sends over its IPC channel (ipc-client.ts) with `placement`,
  * as service.ts answers them over HTTP, without HTTP's cost on either side. A call the child aborts,
- * or any it left unanswered when its channel closes, is dropped as an HTTP caller's would be.
+ * or any it left unanswered when its channel closes, is dropped as an HTTP caller's would be; when
+ * the channel closes (the child died), the placements it held are released at once (logged), not
+ * a lease later.
  * A malformed placement message is reported on `log` and, when it names its call, answered 400.
  */
 export function servePlacement(child: ChildProcess, placement: Placement, log: (line: string) => void): void {
   const pending = new Map<number, AbortController>();
+  const caller = `gateway process ${child.pid}`;
   const reply = (message: PlacementIpcReply) => {
     // A send that fails means the channel closed: the child is gone, its placements lapse.
     if (child.connected) child.send(message, () => undefined);
@@ -31,7 +34,7 @@ export function servePlacement(child: ChildProcess, placement: Placement, log: (
     const parsed = PlacementIpcRequest.safeParse(raw);
     if (!parsed.success) {
       const id = (raw as { id?: unknown }).id;
-      log(`gateway process ${child.pid}: malformed placement message: ${parsed.error.message.slice(0, 300)}`);
+      log(`${caller}: malformed placement message: ${parsed.error.message.slice(0, 300)}`);
       if (typeof id === 'number') reply({ type: 'placement-reply', id, status: 400, body: { error: { message: 'malformed placement message', type: 'PlacementRequestError' } } });
       return;
     }
@@ -39,9 +42,11 @@ export function servePlacement(child: ChildProcess, placement: Placement, log: (
     if (message.type === 'placement-abort') return pending.get(message.id)?.abort();
     const controller = new AbortController();
     pending.set(message.id, controller);
-    void answer(message.id, () => placement.call(message.path, message.body, controller.signal), controller.signal);
+    void answer(message.id, () => placement.call(message.path, message.body, controller.signal, caller), controller.signal);
   });
   child.once('disconnect', () => {
     for (const controller of pending.values()) controller.abort();
+    const released = placement.releaseCaller(caller);
+    if (released > 0) log(`${caller}: its channel closed; released the ${released} placement(s) it held`);
   });
 }

@@ -63,16 +63,16 @@ function parse<T>(schema: z.ZodType<T>, body: unknown): T {
 
 /** Placements handed out and not ended yet, each released unless its caller renews it. */
 class PlacementBook {
-  private readonly held = new Map<string, { placement: RequestPlacement; expiresAt: number }>();
+  private readonly held = new Map<string, { placement: RequestPlacement; expiresAt: number; caller: string | undefined }>();
 
   constructor(
     private readonly router: Router,
     private readonly leaseMs: number,
   ) {}
 
-  add(placement: RequestPlacement): string {
+  add(placement: RequestPlacement, caller: string | undefined): string {
     const id = randomUUID();
-    this.held.set(id, { placement, expiresAt: Date.now() + this.leaseMs });
+    this.held.set(id, { placement, expiresAt: Date.now() + this.leaseMs, caller });
     return id;
   }
 
@@ -100,14 +100,17 @@ class PlacementBook {
     });
   }
 
-  /** Releases lapsed placements as failed calls that did not take their engine down. */
-  sweep(): void {
+  /** Releases lapsed placements (and with `caller`, all of that caller's) as failed calls that did not take their engine down; returns how many. */
+  sweep(caller?: string): number {
     const now = Date.now();
+    let released = 0;
     for (const [id, entry] of this.held) {
-      if (entry.expiresAt > now) continue;
+      if (caller === undefined ? entry.expiresAt > now : entry.caller !== caller) continue;
       this.held.delete(id);
       this.router.failed(entry.placement, false);
+      released++;
     }
+    return released;
   }
 }
 
@@ -140,17 +143,18 @@ export class Placement {
 
   /**
    * Answers one call: its answer body, or undefined for none (HTTP 204). `gone` fires when the
-   * caller goes away before its answer (an aborted acquire: the held call is dropped). Throws the
-   * named errors above, each with its `status`.
+   * caller goes away before its answer (an aborted acquire: the held call is dropped). `caller`
+   * names who asked, so `releaseCaller` can end its placements at once. Throws the named errors
+   * above, each with its `status`.
    */
-  call(path: PlacementPath, body: unknown, gone: AbortSignal): Promise<object | undefined> | object | undefined {
+  call(path: PlacementPath, body: unknown, gone: AbortSignal, caller?: string): Promise<object | undefined> | object | undefined {
     switch (path) {
       case '/v1/acquire':
-        return this.acquire(parse(AcquireBody, body), gone);
+        return this.acquire(parse(AcquireBody, body), gone, caller);
       case '/v1/place': {
         const { exclude, ...call } = parse(PlaceBody, body);
         const unknownEnded = this.applyEnded(call.ended);
-        return this.answer(this.router.placeRequest(this.requestOf(call), new Set(exclude)), unknownEnded);
+        return this.answer(this.router.placeRequest(this.requestOf(call), new Set(exclude)), unknownEnded, caller);
       }
       case '/v1/finished':
         return { unknown: this.applyEnded(parse(FinishedBody, body).ended) };
@@ -169,12 +173,21 @@ export class Placement {
     }
   }
 
+  /**
+   * Ends every placement `caller` holds, as failed calls that did not take their engine down: a
+   * caller known to be gone (a gateway process that died) frees its KV reservations now, not a
+   * lease later. Returns how many it held.
+   */
+  releaseCaller(caller: string): number {
+    return this.book.sweep(caller);
+  }
+
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     await this.router.close();
   }
 
-  private async acquire(body: z.output<typeof AcquireBody>, gone: AbortSignal): Promise<PlacementAnswer | undefined> {
+  private async acquire(body: z.output<typeof AcquireBody>, gone: AbortSignal, caller: string | undefined): Promise<PlacementAnswer | undefined> {
     const unknownEnded = this.applyEnded(body.ended);
     const placement = await this.router.admit(this.requestOf(body), gone);
     // The caller left as the call was let through: nobody will end it, so it ends here.
@@ -182,7 +195,7 @@ export class Placement {
       this.router.failed(placement, false);
       return undefined;
     }
-    return this.answer(placement, unknownEnded);
+    return this.answer(placement, unknownEnded, caller);
   }
 
   private requestOf(call: CallBody): RouteRequest {
@@ -195,9 +208,9 @@ export class Placement {
     return { chainId, blocks, blockSize, promptTokens, expectedOutputTokens, home };
   }
 
-  private answer(placement: RequestPlacement | undefined, unknownEnded: string[]): PlacementAnswer {
+  private answer(placement: RequestPlacement | undefined, unknownEnded: string[], caller: string | undefined): PlacementAnswer {
     return {
-      placement: placement ? { id: this.book.add(placement), instance: placement.instance } : null,
+      placement: placement ? { id: this.book.add(placement, caller), instance: placement.instance } : null,
       unknownEnded,
       leaseMs: this.leaseMs,
     };

@@ -253,6 +253,7 @@ describe('gateway.processes: 2 placing through the parent over IPC', () => {
   let role: GatewaysRole;
   const shared = createMetrics();
   const held = () => counted(shared, 'rollout_router_held_calls');
+  const p1Restarts = () => logged.filter((line) => line.startsWith('gateway process p1 restarted')).length;
 
   beforeAll(async () => {
     // About 400 tokens at a quarter of real time: each call runs for a good fraction of a second.
@@ -300,12 +301,27 @@ describe('gateway.processes: 2 placing through the parent over IPC', () => {
     // Held again, then its process is killed: its IPC channel closes and the parent drops the call.
     const orphan = await startLong(b, 'ipc-orphan');
     await expect.poll(held, { timeout: 10_000 }).toBe(1);
+    const restarted = p1Restarts();
     process.kill(role.pids()[1]!, 'SIGKILL');
     await expect.poll(held).toBe(0);
     expect(sim.stats().running).toBe(1);
     expect(await orphan.done).toBe('TypeError');
     expect(await counted(shared, 'rollout_router_held_calls_total') - heldBefore).toBe(2);
     expect(await blocker.done).toBe(200);
-    await expect.poll(() => logged.join('\n'), { timeout: 60_000 }).toMatch(/gateway process p1 restarted/);
+    await expect.poll(p1Restarts, { timeout: 60_000 }).toBe(restarted + 1);
+  });
+
+  it('releases the placements of a process that died at once, not a lease (15 s) later', async () => {
+    const [a, b] = role.urls as [string, string];
+    const heldBefore = await counted(shared, 'rollout_router_held_calls_total');
+    const dying = await startLong(b, 'ipc-dying', undefined, 'Hold the engine');
+    await expect.poll(() => sim.stats().running, { timeout: 10_000 }).toBe(1);
+    const pid = role.pids()[1]!;
+    process.kill(pid, 'SIGKILL');
+    await expect.poll(() => logged.join('\n')).toMatch(new RegExp(`gateway process ${pid}: its channel closed; released the 1 placement\\(s\\) it held`));
+    expect(await dying.done).toBe('TypeError');
+    // Its KV reservation is gone: the next call is admitted without waiting.
+    expect(await (await startLong(a, 'ipc-after-death')).done).toBe(200);
+    expect(await counted(shared, 'rollout_router_held_calls_total')).toBe(heldBefore);
   });
 });
