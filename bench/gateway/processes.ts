@@ -47,7 +47,6 @@ export function treeCpuMs(pid: number): number {
   return [pid, ...descendants(pid)].reduce((sum, p) => sum + ownCpuMs(p), 0);
 }
 
-
 /**
  * Every process the benchmark starts, each in its own process group so stopping it reaches its
  * workers too; `stopAll` ends them all, whatever state the run is in.

@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import type { Placement } from './placement.js';
+import { errorAnswer, type SharedPlacement } from './shared-placement.js';
 import { isPlacementMessage, PlacementIpcRequest, type PlacementIpcReply } from './ipc-messages.js';
 
 /**
@@ -10,7 +10,7 @@ import { isPlacementMessage, PlacementIpcRequest, type PlacementIpcReply } from 
  * a lease later.
  * A malformed placement message is reported on `log` and, when it names its call, answered 400.
  */
-export function servePlacement(child: ChildProcess, placement: Placement, log: (line: string) => void): void {
+export function servePlacement(child: ChildProcess, placement: SharedPlacement, log: (line: string) => void): void {
   const pending = new Map<number, AbortController>();
   const caller = `gateway process ${child.pid}`;
   const reply = (message: PlacementIpcReply) => {
@@ -22,9 +22,7 @@ export function servePlacement(child: ChildProcess, placement: Placement, log: (
       const body = await call();
       if (!gone.aborted) reply({ type: 'placement-reply', id, status: body === undefined ? 204 : 200, body });
     } catch (error) {
-      const { message, name } = error as Error;
-      const status = 'status' in (error as object) ? ((error as { status: number }).status) : 500;
-      if (!gone.aborted) reply({ type: 'placement-reply', id, status, body: { error: { message, type: name } } });
+      if (!gone.aborted) reply({ type: 'placement-reply', id, ...errorAnswer(error as Error) });
     } finally {
       pending.delete(id);
     }

@@ -1,5 +1,5 @@
 /**
- * The placement service's API (placement.ts, over HTTP in service.ts and over IPC in ipc-server.ts),
+ * The placement service's API (shared-placement.ts, over HTTP in service.ts and over IPC in ipc-server.ts),
  * shared by the service and its client (remote-router.ts). Calls carry the prompt's chained block hashes and token counts, never
  * the token ids, and of those only the blocks the service has not heard for the chain
  * (chain-blocks.ts). Every body is bounded: a call of the longest context a model serves is a few

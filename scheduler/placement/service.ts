@@ -3,7 +3,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { registerMetricsRoute } from '../../telemetry/exposition.js';
 import { createMetrics } from '../../telemetry/metrics.js';
 import type { Router } from '../router.js';
-import { Placement, type PlacementOptions } from './placement.js';
+import { errorAnswer, SharedPlacement, type PlacementOptions } from './shared-placement.js';
 import { BODY_LIMIT_BYTES, PLACEMENT_PATHS } from './protocol.js';
 
 export interface PlacementServiceOptions extends PlacementOptions {
@@ -47,11 +47,11 @@ function callerGone(reply: FastifyReply): AbortSignal {
 }
 
 /** The service's routes, an encapsulated plugin with its own auth and error envelope. */
-function placementRoutes(placement: Placement, token: string) {
+function placementRoutes(placement: SharedPlacement, token: string) {
   return async (app: FastifyInstance) => {
     app.setErrorHandler((error: Error, _request: FastifyRequest, reply: FastifyReply) => {
-      const status = 'status' in error ? (error.status as number) : ((error as { statusCode?: number }).statusCode ?? 500);
-      return reply.code(status).send({ error: { message: error.message, type: error.name } });
+      const { status, body } = errorAnswer(error);
+      return reply.code(status).send(body);
     });
     app.addHook('onRequest', async (request) => {
       if (!sameSecret(request.headers.authorization ?? '', `Bearer ${token}`)) throw new PlacementAuthError('placement token required');
@@ -72,13 +72,13 @@ function placementRoutes(placement: Placement, token: string) {
 }
 
 /**
- * The one placement every gateway replica asks (`gateway.placementUrl`): placement.ts behind HTTP
+ * The one placement every gateway replica asks (`gateway.placementUrl`): shared-placement.ts behind HTTP
  * and the gateways' admin token, with the router's metrics on `GET /metrics`.
  */
 export async function startPlacementService(options: PlacementServiceOptions): Promise<PlacementService> {
   const { host, port } = { ...PLACEMENT_SERVICE_DEFAULTS, ...options };
   const metrics = options.metrics ?? createMetrics();
-  const placement = new Placement({ ...options, metrics });
+  const placement = new SharedPlacement({ ...options, metrics });
   const app = Fastify({ logger: options.logger ?? false, bodyLimit: BODY_LIMIT_BYTES });
   app.addHook('onClose', () => placement.close());
   registerMetricsRoute(app, metrics.registry, options.token);

@@ -6,7 +6,7 @@ import type { RolloutMetrics } from '../../telemetry/metrics.js';
 import type { Codec } from '../../gateway/codec/index.js';
 import { isPlacementMessage } from '../../scheduler/placement/ipc-messages.js';
 import { servePlacement } from '../../scheduler/placement/ipc-server.js';
-import { Placement } from '../../scheduler/placement/placement.js';
+import { SharedPlacement } from '../../scheduler/placement/shared-placement.js';
 import type { Store } from '../../trajectory/index.js';
 import { stopChild } from '../child-process.js';
 import { ConfigError, type Config } from '../config.js';
@@ -91,7 +91,7 @@ class GatewayProcess {
     readonly name: string,
     private config: Config,
     private readonly log: (line: string) => void,
-    private readonly placement: Placement | undefined,
+    private readonly placement: SharedPlacement | undefined,
   ) {}
 
   get pid(): number | undefined {
@@ -205,14 +205,8 @@ export function startGatewayProcesses(
   const adminToken = gatewayAdminToken(config);
   return withStops(async (stops) => {
     const engines = shared.engines ?? (await checkEngines(configuredInstances(config), config.model.name, log));
-    let placement: Placement | undefined;
-    let isAvailable: GatewaysRole['isAvailable'];
-    if (!g.placementUrl) {
-      const own = new Placement({ engines, routing: config.routing, metrics: shared.metrics });
-      stops.push(() => own.close());
-      placement = own;
-      isAvailable = (instance) => own.router.registry.isHealthy(instance);
-    }
+    const placement = g.placementUrl ? undefined : new SharedPlacement({ engines, routing: config.routing, metrics: shared.metrics });
+    if (placement) stops.push(() => placement.close());
     const base = g.replicaId ?? `${os.hostname()}:${g.port}`;
     const processes = Array.from({ length: g.processes }, (_, i) => {
       const port = g.port === 0 ? 0 : g.port + i;
@@ -228,6 +222,7 @@ export function startGatewayProcesses(
     });
     stops.push(async () => void (await Promise.all(processes.map((p) => p.stop()))));
     const urls = await Promise.all(processes.map((p) => p.start()));
+    const isAvailable = placement && ((instance: string) => placement.router.registry.isHealthy(instance));
     return { urls, isAvailable, pids: () => processes.flatMap((p) => p.pid ?? []) };
   });
 }

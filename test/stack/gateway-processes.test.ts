@@ -13,12 +13,11 @@ import type { Store } from '../../trajectory/index.js';
 import {
   closeTestSession,
   openTestSession,
-  sessionInfo,
   SHELL_TOOLS,
   TEST_ADMIN_TOKEN,
   widgetScript,
 } from '../helpers/gateway.js';
-import { peakOnEngine } from '../helpers/engine-peak.js';
+import { peakOnEngine, startLongCall } from '../helpers/engine-peak.js';
 import { parseExposition, total } from '../helpers/metrics-scrape.js';
 import { spawnGatewayRole } from '../helpers/processes.js';
 import { createMetrics, type RolloutMetrics } from '../../telemetry/metrics.js';
@@ -265,20 +264,9 @@ describe('gateway.processes: 2 placing through the parent over IPC', () => {
     await sim?.close();
   });
 
-  /** Starts a long call through `url`; `done` settles with the answer's status, or the error's name. */
-  async function startLong(url: string, sessionId: string, signal?: AbortSignal, content = 'Write it long'): Promise<{ done: Promise<number | string> }> {
-    const key = await openTestSession(url, sessionId, sessionInfo({ homeInstance: 'e0', taskId: 'long' }));
-    const done = fetch(`${url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-      body: JSON.stringify({ messages: [{ role: 'user', content: `${content}, ${sessionId}.` }], max_tokens: long.maxTokens }),
-      signal,
-    }).then(
-      async (r) => (await r.text(), r.status),
-      (error: Error) => error.name,
-    );
-    return { done };
-  }
+  /** A long call through `url`; with `hold`, the blocker's five times longer one. */
+  const startLong = (url: string, sessionId: string, signal?: AbortSignal, hold = false) =>
+    startLongCall(url, sessionId, hold ? { ...long, content: 'Hold the engine' } : long, signal);
 
   it('admits no more working sets to the engine than its KV capacity across both processes', async () => {
     expect(await peakOnEngine(sim, role.urls, 2, 'ipc-shared', long)).toBe(1);
@@ -288,13 +276,13 @@ describe('gateway.processes: 2 placing through the parent over IPC', () => {
   it("drops a held call in the parent when its client leaves, and when its process dies", async () => {
     const [a, b] = role.urls as [string, string];
     const heldBefore = await counted(shared, 'rollout_router_held_calls_total');
-    const blocker = await startLong(a, 'ipc-blocker', undefined, 'Hold the engine');
+    const blocker = await startLong(a, 'ipc-blocker', undefined, true);
     await expect.poll(() => sim.stats().running, { timeout: 10_000 }).toBe(1);
     const abort = new AbortController();
     const left = await startLong(b, 'ipc-left', abort.signal);
     await expect.poll(held, { timeout: 10_000 }).toBe(1);
     abort.abort();
-    expect(await left.done).toBe('AbortError');
+    expect(await left.done).toEqual({ error: 'AbortError' });
     await expect.poll(held).toBe(0);
     // Dropped, not let through when the blocker ended: that is still running.
     expect(sim.stats().running).toBe(1);
@@ -305,23 +293,23 @@ describe('gateway.processes: 2 placing through the parent over IPC', () => {
     process.kill(role.pids()[1]!, 'SIGKILL');
     await expect.poll(held).toBe(0);
     expect(sim.stats().running).toBe(1);
-    expect(await orphan.done).toBe('TypeError');
+    expect(await orphan.done).toEqual({ error: 'TypeError' });
     expect(await counted(shared, 'rollout_router_held_calls_total') - heldBefore).toBe(2);
-    expect(await blocker.done).toBe(200);
+    expect(await blocker.done).toMatchObject({ status: 200 });
     await expect.poll(p1Restarts, { timeout: 60_000 }).toBe(restarted + 1);
   });
 
   it('releases the placements of a process that died at once, not a lease (15 s) later', async () => {
     const [a, b] = role.urls as [string, string];
     const heldBefore = await counted(shared, 'rollout_router_held_calls_total');
-    const dying = await startLong(b, 'ipc-dying', undefined, 'Hold the engine');
+    const dying = await startLong(b, 'ipc-dying', undefined, true);
     await expect.poll(() => sim.stats().running, { timeout: 10_000 }).toBe(1);
     const pid = role.pids()[1]!;
     process.kill(pid, 'SIGKILL');
     await expect.poll(() => logged.join('\n')).toMatch(new RegExp(`gateway process ${pid}: its channel closed; released the 1 placement\\(s\\) it held`));
-    expect(await dying.done).toBe('TypeError');
+    expect(await dying.done).toEqual({ error: 'TypeError' });
     // Its KV reservation is gone: the next call is admitted without waiting.
-    expect(await (await startLong(a, 'ipc-after-death')).done).toBe(200);
+    expect(await (await startLong(a, 'ipc-after-death')).done).toMatchObject({ status: 200 });
     expect(await counted(shared, 'rollout_router_held_calls_total')).toBe(heldBefore);
   });
 });

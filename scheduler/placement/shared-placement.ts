@@ -55,6 +55,12 @@ export class StaleChainBaseError extends Error {
   readonly status = STALE_BASE_STATUS;
 }
 
+/** How an error thrown by `SharedPlacement.call` is answered, over any transport: its `status` (500 when it has none) and the error envelope. */
+export function errorAnswer(error: Error): { status: number; body: { error: { message: string; type: string } } } {
+  const status = (error as { status?: number; statusCode?: number }).status ?? (error as { statusCode?: number }).statusCode ?? 500;
+  return { status, body: { error: { message: error.message, type: error.name } } };
+}
+
 function parse<T>(schema: z.ZodType<T>, body: unknown): T {
   const parsed = schema.safeParse(body);
   if (!parsed.success) throw new PlacementRequestError(z.prettifyError(parsed.error));
@@ -120,7 +126,7 @@ class PlacementBook {
  * fit its memory however many gateways send calls. Placements are leased: those of a caller that
  * died are released after `leaseMs`.
  */
-export class Placement {
+export class SharedPlacement {
   readonly router: Router;
   readonly leaseMs: number;
   private readonly blockSize: number;
