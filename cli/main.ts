@@ -8,7 +8,7 @@ import { dataPaths } from '../stack/paths.js';
 import { createSandboxProvider } from '../sandbox/index.js';
 import { startApi } from '../stack/roles/api.js';
 import { startStandaloneEngines } from '../stack/roles/engines.js';
-import { startGateways } from '../stack/roles/gateway-processes.js';
+import { gatewaysListening, startGateways } from '../stack/roles/gateway-processes.js';
 import { startPlacementRole } from '../stack/roles/placement.js';
 import { startWorker } from '../stack/roles/worker.js';
 import { startStack, type Stack } from '../stack/stack.js';
@@ -142,7 +142,7 @@ const ROLES = new Map<string, (config: Config) => Promise<RunningRole>>([
     'gateway',
     async (config) => {
       const g = await startGateways(config);
-      return { line: `gateway listening on ${g.urls.join(' ')}`, stop: g.stop };
+      return { line: gatewaysListening(g), stop: g.stop };
     },
   ],
   [

@@ -157,6 +157,24 @@ export const ConfigSchema = z
          * `singleThreadedGc`, an in-process gateway takes it on its command line. Default 64.
          */
         maxSemiSpaceMiB: z.number().int().min(1).max(1024).default(64),
+        /**
+         * More node flags for gateway processes (`processes` > 1), after the two above: e.g.
+         * `--max-old-space-size=16384`, or `--cpu-prof --cpu-prof-dir=<dir>` to profile them (Node
+         * refuses that one in NODE_OPTIONS). An in-process gateway takes them on its command line.
+         * Default `[]`.
+         */
+        nodeArgs: z.array(z.string().regex(/^--[a-z][a-z0-9_-]*(=.+)?$/, 'a node flag: --name or --name=value')).max(64).default([]),
+        /**
+         * Port of the metrics listener (`GET /metrics`, bearer: `adminToken`) of the process that
+         * runs `processes` > 1 gateway processes placing through it: the router's metrics
+         * (decisions, held calls, KV, engine health) are counted there, not in the processes' own
+         * `/metrics`, which count their turns. 0 picks a free one. Default null: none. Only with
+         * `processes` > 1 and no `placementUrl` (an in-process gateway's and the placement
+         * service's `/metrics` have them).
+         */
+        metricsPort: z.number().int().min(0).max(65_535).nullable().default(null),
+        /** Interface that metrics listener listens on. Default 127.0.0.1. */
+        metricsHost: z.string().default('127.0.0.1'),
       })
       .prefault({}),
     /** The shared store of sessions, turns, episodes, leases and registrations (trajectory/store). */

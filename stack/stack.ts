@@ -11,7 +11,7 @@ import { dataPaths, makeDataDirs } from './paths.js';
 import { startApi } from './roles/api.js';
 import { loadConfiguredCodec } from './roles/codec.js';
 import { startEngines } from './roles/engines.js';
-import { startGateways } from './roles/gateway-processes.js';
+import { gatewaysListening, startGateways } from './roles/gateway-processes.js';
 import { gatewayUrls } from './roles/placement.js';
 import { startWorker } from './roles/worker.js';
 import { apiToken, gatewayAdminToken } from './secrets.js';
@@ -107,7 +107,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
       started = gateways.urls;
       // The worker admits episodes to engines the gateways' router finds healthy.
       isAvailable = gateways.isAvailable;
-      log(`gateway listening on ${started.join(' ')}`);
+      log(gatewaysListening(gateways));
     }
     const urls = gatewayUrls(config, started);
 

@@ -2,7 +2,8 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { RolloutMetrics } from '../../telemetry/metrics.js';
+import { startMetricsListener } from '../../telemetry/exposition.js';
+import { createMetrics, type RolloutMetrics } from '../../telemetry/metrics.js';
 import type { Codec } from '../../gateway/codec/index.js';
 import { isPlacementMessage } from '../../scheduler/placement/ipc-messages.js';
 import { servePlacement } from '../../scheduler/placement/ipc-server.js';
@@ -21,9 +22,9 @@ const CHILD = fileURLToPath(new URL('./gateway-child.ts', import.meta.url));
 /** The child runs the TypeScript sources through tsx, as the CLI does (cli/bin.mjs). */
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
-/** The node flags a gateway process runs with: how V8 collects its garbage (config `gateway`). */
-export function gatewayNodeFlags(gateway: Pick<Config['gateway'], 'singleThreadedGc' | 'maxSemiSpaceMiB'>): string[] {
-  return [...(gateway.singleThreadedGc ? ['--single-threaded-gc'] : []), `--max-semi-space-size=${gateway.maxSemiSpaceMiB}`];
+/** The node flags a gateway process runs with: how V8 collects its garbage, then `nodeArgs` (config `gateway`). */
+export function gatewayNodeFlags(gateway: Pick<Config['gateway'], 'singleThreadedGc' | 'maxSemiSpaceMiB' | 'nodeArgs'>): string[] {
+  return [...(gateway.singleThreadedGc ? ['--single-threaded-gc'] : []), `--max-semi-space-size=${gateway.maxSemiSpaceMiB}`, ...gateway.nodeArgs];
 }
 
 /**
@@ -52,6 +53,8 @@ export interface GatewaysRole {
   isAvailable: ((instance: string) => boolean) | undefined;
   /** The gateway processes' pids now (a restarted one's new pid); none when the gateway runs in this process. */
   pids(): number[];
+  /** The placement's metrics listener (`gateway.metricsPort`), when this process runs one. */
+  metricsUrl: string | undefined;
   stop(): Promise<void>;
 }
 
@@ -192,7 +195,7 @@ class GatewayProcess {
  * HTTP on both ends), so admission and the prefix index are shared as between replicas on many
  * machines.
  */
-export function startGatewayProcesses(
+export async function startGatewayProcesses(
   config: Config,
   shared: GatewaysShared = {},
 ): Promise<GatewaysRole> {
@@ -201,18 +204,24 @@ export function startGatewayProcesses(
     throw new ConfigError(
       'gateway.advertiseUrl with gateway.processes > 1 needs a fixed gateway.port: process i advertises that URL with port + i',
     );
+  if (g.metricsPort !== null && g.placementUrl)
+    throw new ConfigError("gateway.metricsPort with gateway.placementUrl: the router's metrics are on the placement service's /metrics");
   const log = shared.log ?? ((line: string) => console.error(line));
   const adminToken = gatewayAdminToken(config);
   return withStops(async (stops) => {
     const engines = shared.engines ?? (await checkEngines(configuredInstances(config), config.model.name, log));
-    const placement = g.placementUrl ? undefined : new SharedPlacement({ engines, routing: config.routing, metrics: shared.metrics });
+    const metrics = shared.metrics ?? createMetrics();
+    const placement = g.placementUrl ? undefined : new SharedPlacement({ engines, routing: config.routing, metrics });
     if (placement) stops.push(() => placement.close());
+    const listener = g.metricsPort === null ? undefined : await startMetricsListener({ host: g.metricsHost, port: g.metricsPort, registry: metrics.registry, token: adminToken });
+    if (listener) stops.push(() => listener.close());
     const base = g.replicaId ?? `${os.hostname()}:${g.port}`;
     const processes = Array.from({ length: g.processes }, (_, i) => {
       const port = g.port === 0 ? 0 : g.port + i;
       const gateway = {
         ...g,
         processes: 1,
+        metricsPort: null,
         port,
         replicaId: `${base}/p${i}`,
         advertiseUrl: g.advertiseUrl && withPort(g.advertiseUrl, port),
@@ -223,8 +232,14 @@ export function startGatewayProcesses(
     stops.push(async () => void (await Promise.all(processes.map((p) => p.stop()))));
     const urls = await Promise.all(processes.map((p) => p.start()));
     const isAvailable = placement && ((instance: string) => placement.router.registry.isHealthy(instance));
-    return { urls, isAvailable, pids: () => processes.flatMap((p) => p.pid ?? []) };
+    return { urls, isAvailable, pids: () => processes.flatMap((p) => p.pid ?? []), metricsUrl: listener?.url };
   });
+}
+
+/** What `rollout gateway` and the stack say once the gateways listen. */
+export function gatewaysListening(role: GatewaysRole): string {
+  const metrics = role.metricsUrl ? `; router metrics at ${role.metricsUrl}/metrics` : '';
+  return `gateway listening on ${role.urls.join(' ')}${metrics}`;
 }
 
 /** The gateway of this host: in this process with `gateway.processes` 1, else `startGatewayProcesses`. */
@@ -233,11 +248,14 @@ export async function startGateways(
   shared: GatewaysShared = {},
 ): Promise<GatewaysRole> {
   if (config.gateway.processes > 1) return startGatewayProcesses(config, shared);
+  if (config.gateway.metricsPort !== null)
+    throw new ConfigError("gateway.metricsPort is for gateway.processes > 1: an in-process gateway's own /metrics has the router's metrics");
   const gateway = await startGateway(config, shared);
   return {
     urls: [gateway.url],
     isAvailable: gateway.isAvailable,
     pids: () => [],
+    metricsUrl: undefined,
     stop: gateway.stop,
   };
 }

@@ -6,8 +6,10 @@ import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
 import {
   GatewayProcessError,
   startGatewayProcesses,
+  startGateways,
   type GatewaysRole,
 } from '../../stack/roles/gateway-processes.js';
+import { ConfigError } from '../../stack/config.js';
 import { openConfiguredStore } from '../../stack/store.js';
 import type { Store } from '../../trajectory/index.js';
 import {
@@ -107,7 +109,7 @@ async function converse(sessionId: string, urls: string[]): Promise<any[]> {
 beforeAll(async () => {
   const tokenizer = await testEngineTokenizer();
   engine = await startEngineSim({ tokenizer, script, timeScale: 0 });
-  const first = config();
+  const first = config({ nodeArgs: ['--max-old-space-size=3072'] });
   // The store the processes share, opened here first: the test reads what they wrote.
   store = await openConfiguredStore(first);
   gateways = await startGatewayProcesses(first, { log: (line) => logged.push(line), metrics });
@@ -138,8 +140,8 @@ describe('gateway.processes: 2 on one SQLite store', () => {
     ]);
     for (const url of gateways.urls) expect((await fetch(`${url}/health`)).status).toBe(200);
     // Garbage is collected on each process's own thread (gateway.singleThreadedGc, default true),
-    // in a young generation of gateway.maxSemiSpaceMiB (default 64).
-    for (const pid of pids) expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toEqual(expect.arrayContaining(['--single-threaded-gc', '--max-semi-space-size=64']));
+    // in a young generation of gateway.maxSemiSpaceMiB (default 64); gateway.nodeArgs come after.
+    for (const pid of pids) expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toEqual(expect.arrayContaining(['--single-threaded-gc', '--max-semi-space-size=64', '--max-old-space-size=3072']));
   });
 
   it('serves a session opened on one process and called on the other by forwarding: one chain, token-exact', async () => {
@@ -216,15 +218,38 @@ describe('a gateway process that cannot start', () => {
   });
 });
 
+describe('gateway configuration refused', () => {
+  it('takes only node flags as gateway.nodeArgs', () => {
+    for (const nodeArgs of [['-e'], ['script.js'], ['--cpu-prof', ''], ['--=x']])
+      expect(() => config({ nodeArgs }), JSON.stringify(nodeArgs)).toThrow(/a node flag/);
+    expect(config({ nodeArgs: ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] }).gateway.nodeArgs).toEqual(['--cpu-prof', '--cpu-prof-dir=/tmp/prof']);
+  });
+
+  it('refuses gateway.metricsPort where no placement runs in the process, naming where the router metrics are, before anything starts', async () => {
+    const running = gatewayChildren();
+    await expect(startGateways(config({ processes: 1, metricsPort: 0 }))).rejects.toThrow(/an in-process gateway's own \/metrics/);
+    const remote = config({ metricsPort: 0, placementUrl: 'http://127.0.0.1:9' });
+    await expect(startGatewayProcesses(remote)).rejects.toThrow(ConfigError);
+    await expect(startGatewayProcesses(remote)).rejects.toThrow(/placement service's \/metrics/);
+    expect(gatewayChildren()).toEqual(running);
+  });
+});
+
 describe('`rollout gateway` with gateway.processes: 2', () => {
-  it('announces both URLs, and its processes exit when it is killed with SIGKILL', async () => {
-    const role = await spawnGatewayRole(config());
+  it("announces both URLs and the router's metrics (gateway.metricsPort), and its processes exit when it is killed with SIGKILL", async () => {
+    const role = await spawnGatewayRole(config({ metricsPort: 0 }));
     try {
-      await expect
-        .poll(() => /gateway listening on (\S+) ([^\s;]+)/.exec(role.output()))
-        .toBeTruthy();
-      const urls = /gateway listening on (\S+) ([^\s;]+)/.exec(role.output())!.slice(1);
-      for (const url of urls) expect((await fetch(`${url}/health`)).status).toBe(200);
+      const announced = /gateway listening on (\S+) ([^\s;]+); router metrics at ([^\s;]+)/;
+      await expect.poll(() => announced.exec(role.output())).toBeTruthy();
+      const [a, b, metricsUrl] = announced.exec(role.output())!.slice(1) as [string, string, string];
+      for (const url of [a, b]) expect((await fetch(`${url}/health`)).status).toBe(200);
+      const scrape = async (token?: string) => fetch(metricsUrl, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+      expect((await scrape()).status).toBe(401);
+      const decisions = async () => total(parseExposition(await (await scrape(TEST_ADMIN_TOKEN)).text()), 'rollout_router_decisions_total');
+      const before = await decisions();
+      await converse('role-metrics', [a, b]);
+      // Both processes' calls were placed in the parent, and it serves what it counted.
+      expect((await decisions()) - before).toBe(2);
       const children = gatewayChildren(role.child.pid);
       expect(children).toHaveLength(2);
       role.child.kill('SIGKILL');
