@@ -5,7 +5,7 @@ import { describe, expect, inject, it } from 'vitest';
 import { buildApiServer } from '../../api/index.js';
 import { ConfigError, loadConfig } from '../../stack/config.js';
 import { dataPaths } from '../../stack/paths.js';
-import { startGatewayProcesses } from '../../stack/roles/gateway-processes.js';
+import { startGatewayProcesses, startGateways } from '../../stack/roles/gateway-processes.js';
 import { apiToken, gatewayAdminToken } from '../../stack/secrets.js';
 import { storeUrl } from '../../stack/store.js';
 import { temporalConnectionOptions } from '../../stack/temporal-connection.js';
@@ -61,7 +61,23 @@ describe('configuration for many machines', () => {
       await expect(loadConfig(undefined, { dataDir: dir(), 'gateway.processes': processes }, {})).rejects.toBeInstanceOf(ConfigError);
     // Each process advertises the URL with its own port: port 0 leaves it unknown.
     const advertised = await loadConfig(undefined, { dataDir: dir(), 'gateway.processes': 2, 'gateway.port': 0, 'gateway.advertiseUrl': 'http://gw.example:8300' }, {});
-    expect(() => startGatewayProcesses(advertised)).toThrow(ConfigError);
+    await expect(startGatewayProcesses(advertised)).rejects.toThrow(ConfigError);
+  });
+
+  it('takes only node flags as gateway.nodeArgs', async () => {
+    for (const nodeArgs of [['-e'], ['script.js'], ['--cpu-prof', ''], ['--=x']])
+      await expect(loadConfig(undefined, { dataDir: dir(), 'gateway.nodeArgs': nodeArgs }, {}), JSON.stringify(nodeArgs)).rejects.toThrow(/a node flag/);
+    const flags = ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'];
+    expect((await loadConfig(undefined, { dataDir: dir(), 'gateway.nodeArgs': flags }, {})).gateway.nodeArgs).toEqual(flags);
+  });
+
+  it('refuses gateway.metricsPort where no placement runs in the process, naming where the router metrics are', async () => {
+    const inProcess = await loadConfig(undefined, { dataDir: dir(), 'gateway.metricsPort': 0 }, {});
+    await expect(startGateways(inProcess)).rejects.toThrow(ConfigError);
+    await expect(startGateways(inProcess)).rejects.toThrow(/an in-process gateway's own \/metrics/);
+    const remote = await loadConfig(undefined, { dataDir: dir(), 'gateway.processes': 2, 'gateway.metricsPort': 0, 'gateway.placementUrl': 'http://127.0.0.1:9' }, {});
+    await expect(startGatewayProcesses(remote)).rejects.toThrow(ConfigError);
+    await expect(startGatewayProcesses(remote)).rejects.toThrow(/placement service's \/metrics/);
   });
 
   it('never mints a token for a shared store', async () => {

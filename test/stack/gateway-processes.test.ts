@@ -6,10 +6,8 @@ import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
 import {
   GatewayProcessError,
   startGatewayProcesses,
-  startGateways,
   type GatewaysRole,
 } from '../../stack/roles/gateway-processes.js';
-import { ConfigError } from '../../stack/config.js';
 import { openConfiguredStore } from '../../stack/store.js';
 import type { Store } from '../../trajectory/index.js';
 import {
@@ -215,23 +213,6 @@ describe('a gateway process that cannot start', () => {
     await expect(start).rejects.toThrow(GatewayProcessError);
     await expect(start).rejects.toThrow(/gateway process p0 failed to start: .*EADDRINUSE/);
     expect(gatewayChildren()).toEqual([]);
-  });
-});
-
-describe('gateway configuration refused', () => {
-  it('takes only node flags as gateway.nodeArgs', () => {
-    for (const nodeArgs of [['-e'], ['script.js'], ['--cpu-prof', ''], ['--=x']])
-      expect(() => config({ nodeArgs }), JSON.stringify(nodeArgs)).toThrow(/a node flag/);
-    expect(config({ nodeArgs: ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] }).gateway.nodeArgs).toEqual(['--cpu-prof', '--cpu-prof-dir=/tmp/prof']);
-  });
-
-  it('refuses gateway.metricsPort where no placement runs in the process, naming where the router metrics are, before anything starts', async () => {
-    const running = gatewayChildren();
-    await expect(startGateways(config({ processes: 1, metricsPort: 0 }))).rejects.toThrow(/an in-process gateway's own \/metrics/);
-    const remote = config({ metricsPort: 0, placementUrl: 'http://127.0.0.1:9' });
-    await expect(startGatewayProcesses(remote)).rejects.toThrow(ConfigError);
-    await expect(startGatewayProcesses(remote)).rejects.toThrow(/placement service's \/metrics/);
-    expect(gatewayChildren()).toEqual(running);
   });
 });
 
