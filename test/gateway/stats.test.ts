@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEngineSim, type EngineSim } from '../../engine-sim/index.js';
-import type { ProcessStatsSnapshot } from '../../gateway/process-stats.js';
+import { ProcessStats, type ProcessStatsSnapshot } from '../../gateway/process-stats.js';
 import type { Store } from '../../trajectory/index.js';
 import { openTestSession, SHELL_TOOLS, startTestGateway, TEST_ADMIN_TOKEN, tempStore, widgetScript } from '../helpers/gateway.js';
 import { testCodec, testEngineTokenizer } from '../helpers/stack.js';
@@ -69,6 +69,21 @@ describe('gateway: GET /admin/v1/stats', () => {
     expect(blocked.eventLoopDelayMs.p50).toBeLessThanOrEqual(blocked.eventLoopDelayMs.max);
     const after = (await stats()).body;
     expect(after.eventLoopDelayMs.max).toBeLessThan(blocked.eventLoopDelayMs.max);
+  });
+
+  it('samples the delay only from the first read on: an unread gateway keeps no 1 ms timer', async () => {
+    const unread = new ProcessStats();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      // No samples while nobody read: the window starts with the first read.
+      const first = unread.snapshot();
+      expect(first.eventLoopDelayMs.samples).toBe(0);
+      expect(first.windowMs).toBeLessThan(5);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(unread.snapshot().eventLoopDelayMs.samples).toBeGreaterThan(5);
+    } finally {
+      unread.close();
+    }
   });
 
   it('needs the admin token and a valid query', async () => {
