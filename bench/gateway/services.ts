@@ -52,7 +52,11 @@ const GATEWAY_NODE_ARGS = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ')
  * default young generation (`gateway.maxSemiSpaceMiB`).
  */
 export const GATEWAY_GC = gatewayGc(process.env.BENCH_GATEWAY_GC ?? 'single');
-const GATEWAY_GC_ARGS = gatewayNodeFlags({ ...ConfigSchema.shape.gateway.parse(undefined), singleThreadedGc: GATEWAY_GC === 'single', nodeArgs: [] });
+/**
+ * The gateway configuration's node flags (with --expose-gc for the stats route's collection): the
+ * in-process gateway takes them on its command line, forked gateway processes from the configuration.
+ */
+const GATEWAY_FLAGS = { singleThreadedGc: GATEWAY_GC === 'single', nodeArgs: ['--expose-gc', ...GATEWAY_NODE_ARGS] };
 
 function gatewayGc(value: string): 'single' | 'parallel' {
   if (value !== 'single' && value !== 'parallel') throw new Error(`BENCH_GATEWAY_GC is single or parallel, not ${JSON.stringify(value)}`);
@@ -69,11 +73,9 @@ export interface Gateway {
 }
 
 /**
- * `rollout gateway` with `gateway.processes: processes` (with --expose-gc for the stats route's
- * collection), on its own SQLite store, routing to the engine. With one process the gateway runs
- * in it; with more, it forks them (with the same flags, through `gateway.singleThreadedGc` and
- * `gateway.nodeArgs`) and runs the placement service they all place through, as a deployment of
- * `gateway.processes` does.
+ * `rollout gateway` with `gateway.processes: processes` (with `GATEWAY_FLAGS`), on its own SQLite
+ * store, routing to the engine. With one process the gateway runs in it; with more, it forks them
+ * and runs the placement service they all place through, as a deployment of `gateway.processes` does.
  */
 export async function startGateway(children: Children, dir: string, engineUrl: string, processes: number, tag: string, cpus: CpuPlan, launch: Launch = async (_, command) => command): Promise<Gateway> {
   const name = `gateway-${tag}`;
@@ -81,11 +83,11 @@ export async function startGateway(children: Children, dir: string, engineUrl: s
     dataDir: path.join(dir, 'data'),
     store: { url: path.join(dir, 'store.sqlite') },
     engines: [{ name: 'e0', kind: 'vllm', url: engineUrl, kvCapacityTokens: KV_CAPACITY_TOKENS }],
-    gateway: { host: '127.0.0.1', port: 0, adminToken: ADMIN_TOKEN, replicaId: `bench-${tag}`, processes, singleThreadedGc: GATEWAY_GC === 'single', nodeArgs: ['--expose-gc', ...GATEWAY_NODE_ARGS] },
+    gateway: { host: '127.0.0.1', port: 0, adminToken: ADMIN_TOKEN, replicaId: `bench-${tag}`, processes, ...GATEWAY_FLAGS },
   };
   const configFile = path.join(dir, `${name}.json`);
   writeFileSync(configFile, JSON.stringify(config));
-  const command = await launch(name, onCpus(cpus.middlebox, process.execPath, ['--expose-gc', ...GATEWAY_GC_ARGS, ...GATEWAY_NODE_ARGS, path.join(ROOT, 'cli/bin.mjs'), 'gateway', '--config', configFile]));
+  const command = await launch(name, onCpus(cpus.middlebox, process.execPath, [...gatewayNodeFlags({ ...ConfigSchema.shape.gateway.parse(undefined), ...GATEWAY_FLAGS }), path.join(ROOT, 'cli/bin.mjs'), 'gateway', '--config', configFile]));
   const child = children.start(name, ...command, path.join(dir, `${name}.log`));
   const urls = (await children.waitForLine(child, /gateway listening on ([^;]+);/, 120_000)).split(' ');
   if (urls.length !== processes) throw new ChildStartError(`${name} listens on ${urls.length} URLs, not ${processes}: ${urls.join(' ')}`);
