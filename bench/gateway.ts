@@ -36,7 +36,11 @@
  *             at BENCH_LITELLM_SESSIONS; its CPU is its whole process tree's. BENCH_LITELLM=0 skips it;
  *   node    — the same conversations through a bare Node proxy (bench/gateway/node-proxy.ts: fastify,
  *             JSON parsed and serialised again, the gateway's engine client) to that route, at
- *             BENCH_LITELLM_SESSIONS: the floor of any Node middlebox on this traffic here.
+ *             BENCH_LITELLM_SESSIONS: the floor of any Node middlebox on this traffic here;
+ *   stream  — closed-loop rows at BENCH_LITELLM_SESSIONS again, through the gateway and each peer,
+ *             with every request asking for a stream as Claude Code, Codex and OpenCode do (the rows
+ *             above do not stream, as mini-swe-agent does not): printed `stream`, compared with
+ *             each other. The gateway streams from the engine either way; a peer then streams too.
  * CPUs: the middlebox under test (gateway replicas, LiteLLM, the Node proxy) runs on the upper half of the allowed
  * CPUs, the engine and this load generator on the rest (taskset; bench/gateway/cpus.ts), as in a
  * deployment where the gateway shares no cores with engines and agents. BENCH_PIN=0 unpins all.
@@ -84,7 +88,7 @@ import { ADMIN_TOKEN, ensureLitellm, GATEWAY_GC, gatewayStats, LITELLM_KEY, star
 const list = (name: string, fallback: string) => (process.env[name] ?? fallback).split(',').map((v) => v.trim()).filter(Boolean);
 const num = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const TURNS = num('BENCH_TURNS', 16);
-const MODES = new Set(list('BENCH_MODE', 'closed,open,scale,litellm,node'));
+const MODES = new Set(list('BENCH_MODE', 'closed,open,scale,litellm,node,stream'));
 const SESSIONS = list('BENCH_SESSIONS', '1,64,256').map(Number);
 const OPEN_SESSIONS = num('BENCH_OPEN_SESSIONS', 256);
 const OPEN_RATE = num('BENCH_OPEN_RATE', 16);
@@ -304,7 +308,7 @@ async function gatewayRow(bench: Bench, gateway: Gateway, mode: string, label: s
   await Promise.all(urls.map((u) => gatewayStats(u, '?reset=1')));
   const cpu0 = gatewayCpuMs();
   const engine0 = ownCpuMs(bench.engine.child.pid);
-  const conversations = chatConversations({ urls, token: (s) => keys[s], sessionId: (s) => ids[s]! }, sessions, label, errors);
+  const conversations = chatConversations({ urls, token: (s) => keys[s], sessionId: (s) => ids[s]! }, sessions, label, errors, mode === 'stream');
   const loadEnd = measureLoad(bench);
   const pass = await runPass(schedule, (s, t) => (keys[s] === undefined ? Promise.resolve(false) : conversations.turn(s, t)), errors);
   const load = loadEnd();
@@ -361,15 +365,16 @@ interface Peer {
 /**
  * One row through a peer, then (up to BENCH_LITELLM_DIRECT_SESSIONS sessions: the engine's chat
  * route tokenizes every whole prompt, so larger rows would mostly time the engine) the same
- * conversations straight to the engine's chat route.
+ * conversations straight to the engine's chat route; `stream`: every request asks for a stream.
  */
-async function peerRow(bench: Bench, peer: Peer, sessions: number): Promise<Row> {
+async function peerRow(bench: Bench, peer: Peer, sessions: number, stream: boolean): Promise<Row> {
   const started = performance.now();
   const schedule = closedRow(sessions);
-  const label = `${peer.path}-${sessions}`;
+  const mode = stream ? 'stream' : 'closed';
+  const label = `${peer.path}-${mode}-${sessions}`;
   const errors = noErrors();
   const inAll = schedule.startMs.length;
-  const conversations = chatConversations({ urls: [peer.service.url], token: () => LITELLM_KEY, sessionId: (s) => `${label}-${s}` }, inAll, label, errors);
+  const conversations = chatConversations({ urls: [peer.service.url], token: () => LITELLM_KEY, sessionId: (s) => `${label}-${s}` }, inAll, label, errors, stream);
   bench.children.noteDescendants(peer.service.child);
   const cpu0 = treeCpuMs(peer.service.child.pid);
   const engine0 = ownCpuMs(bench.engine.child.pid);
@@ -381,12 +386,12 @@ async function peerRow(bench: Bench, peer: Peer, sessions: number): Promise<Row>
   let direct: PassResult | null = null;
   if (sessions <= LITELLM_DIRECT_SESSIONS) {
     const directErrors = noErrors();
-    const directTurn = chatConversations({ urls: [bench.engine.url], token: () => undefined, sessionId: (s) => `${label}-${s}` }, inAll, label, directErrors);
+    const directTurn = chatConversations({ urls: [bench.engine.url], token: () => undefined, sessionId: (s) => `${label}-${s}` }, inAll, label, directErrors, stream);
     direct = await runPass(schedule, directTurn.turn, directErrors);
   }
   return {
     path: peer.path,
-    mode: 'closed',
+    mode,
     sessions,
     sessionsInAll: inAll,
     processes: 1,
@@ -412,18 +417,20 @@ function printTargets(rows: Row[], cpus: CpuPlan | undefined): void {
   say('targets:');
   const big = rows.filter((r) => r.path === 'gateway' && r.mode === 'closed').at(-1);
   if (big) say(`  CPU per turn <= 3 ms (closed, ${big.sessions} sessions): ${fixed(big.cpuMsPerTurn, 2)} ms — ${check(big.cpuMsPerTurn <= 3)}`);
+  // A peer's row against the gateway's row of the same sessions and mode (streamed or not).
+  const gatewayLike = (peer: Row) => rows.find((r) => r.path === 'gateway' && r.mode === peer.mode && r.processes === 1 && r.sessions === peer.sessions);
   for (const l of rows.filter((r) => r.path === 'litellm')) {
-    const g = rows.find((r) => r.path === 'gateway' && r.mode === 'closed' && r.processes === 1 && r.sessions === l.sessions);
+    const g = gatewayLike(l);
     if (g) {
       const ratio = l.cpuMsPerTurn / g.cpuMsPerTurn;
-      say(`  CPU per turn at least 5x less than LiteLLM (${l.sessions} sessions): gateway ${fixed(g.cpuMsPerTurn, 2)} ms, LiteLLM ${fixed(l.cpuMsPerTurn, 2)} ms, LiteLLM/gateway ${fixed(ratio, 2)} — ${check(ratio >= 5)}`);
+      say(`  CPU per turn at least 5x less than LiteLLM (${l.sessions} sessions${l.mode === 'stream' ? ', streamed' : ''}): gateway ${fixed(g.cpuMsPerTurn, 2)} ms, LiteLLM ${fixed(l.cpuMsPerTurn, 2)} ms, LiteLLM/gateway ${fixed(ratio, 2)} — ${check(ratio >= 5)}`);
     }
   }
   for (const n of rows.filter((r) => r.path === 'node')) {
-    const g = rows.find((r) => r.path === 'gateway' && r.mode === 'closed' && r.processes === 1 && r.sessions === n.sessions);
-    const l = rows.find((r) => r.path === 'litellm' && r.sessions === n.sessions);
+    const g = gatewayLike(n);
+    const l = rows.find((r) => r.path === 'litellm' && r.mode === n.mode && r.sessions === n.sessions);
     // The floor is not a target: it says how much of the gateway's CPU any Node middlebox would pay here.
-    say(`  (floor, ${n.sessions} sessions: a bare Node proxy costs ${fixed(n.cpuMsPerTurn, 2)} ms per turn${g ? `, the gateway ${fixed(g.cpuMsPerTurn / n.cpuMsPerTurn, 2)}x it` : ''}${l ? `, LiteLLM ${fixed(l.cpuMsPerTurn / n.cpuMsPerTurn, 2)}x it` : ''})`);
+    say(`  (floor, ${n.sessions} sessions${n.mode === 'stream' ? ', streamed' : ''}: a bare Node proxy costs ${fixed(n.cpuMsPerTurn, 2)} ms per turn${g ? `, the gateway ${fixed(g.cpuMsPerTurn / n.cpuMsPerTurn, 2)}x it` : ''}${l ? `, LiteLLM ${fixed(l.cpuMsPerTurn / n.cpuMsPerTurn, 2)}x it` : ''})`);
   }
   const open = rows.find((r) => r.mode === 'open');
   if (open?.ownAdded) say(`  added latency p99 <= 10 ms (open loop, ${open.sessions} sessions, as the gateway measures it: each request's time less the engine's and the placement wait): ${fixed(open.ownAdded.p99)} ms — ${check(open.ownAdded.p99 <= 10)}`);
@@ -437,7 +444,7 @@ function printTargets(rows: Row[], cpus: CpuPlan | undefined): void {
     say(`  (the same, end to end: turn by turn against the direct replay, p99 ${fixed(added)} ms; the direct replay alone had p99 ${fixed(percentile(open.direct.latenciesMs, 99))} ms)`);
   }
   if (open?.lag) say(`  event-loop lag p99 <= 10 ms (open loop, ${open.sessions} sessions): ${fixed(open.lag.p99)} ms — ${check(open.lag.p99 <= 10)}`);
-  const closedLag = rows.filter((r) => r.lag && r.mode === 'closed');
+  const closedLag = rows.filter((r) => r.lag && (r.mode === 'closed' || r.mode === 'stream'));
   if (closedLag.length > 0) {
     // With every session in flight at once and no think time the loop never idles: its delay is one loop pass over all of them.
     say(`  (closed loop, saturated by design: event-loop lag p99 up to ${fixed(Math.max(...closedLag.map((r) => r.lag!.p99)))} ms)`);
@@ -485,6 +492,10 @@ async function run(bench: Bench, rows: Row[]): Promise<void> {
   await gatewayRow(bench, main, 'warmup', 'warmup', closedLoop(WARMUP_SESSIONS, TURNS), false);
   printHeader();
   if (MODES.has('closed')) for (const n of SESSIONS) record(await gatewayRow(bench, main, 'closed', `closed-${n}`, closedRow(n), true));
+  if (MODES.has('stream')) {
+    await gatewayRow(bench, main, 'stream', 'warmup-stream', closedLoop(WARMUP_SESSIONS, TURNS), false);
+    for (const n of LITELLM_SESSIONS) record(await gatewayRow(bench, main, 'stream', `stream-${n}`, closedRow(n), false));
+  }
   if (MODES.has('open')) record(await gatewayRow(bench, main, 'open', 'open', openLoop(OPEN_SESSIONS, TURNS, OPEN_RATE, THINK_MS), true));
   if (MODES.has('scale')) {
     const quota = bench.scaleQuota;
@@ -506,8 +517,11 @@ async function run(bench: Bench, rows: Row[]): Promise<void> {
   }
   if (MODES.has('node')) peers.push({ path: 'node', service: await startNodeProxy(bench.children, bench.dir, bench.engine.url, bench.cpus) });
   for (const peer of peers) {
-    await peerRow(bench, peer, WARMUP_SESSIONS);
-    for (const n of LITELLM_SESSIONS) record(await peerRow(bench, peer, n));
+    await peerRow(bench, peer, WARMUP_SESSIONS, false);
+    for (const n of LITELLM_SESSIONS) record(await peerRow(bench, peer, n, false));
+    if (!MODES.has('stream')) continue;
+    await peerRow(bench, peer, WARMUP_SESSIONS, true);
+    for (const n of LITELLM_SESSIONS) record(await peerRow(bench, peer, n, true));
   }
 }
 

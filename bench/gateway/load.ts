@@ -1,5 +1,6 @@
 import { fetchForSession } from '../../gateway/client/rendezvous.js';
 import { createRng } from '../../engine-sim/prng.js';
+import { readSseData } from '../../gateway/backends/sse.js';
 
 /** A `shell` tool, declared in every request. */
 export const TOOLS = [{ type: 'function', function: { name: 'shell', parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] } } }];
@@ -142,9 +143,54 @@ export async function runPass(schedule: Schedule, turn: (session: number, index:
   return { latenciesMs, byTurn, seconds: (last - started) / 1000, turns: latenciesMs.length, errors };
 }
 
+interface ToolCallOut {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
 interface ChatAnswer {
-  choices?: { message?: { content?: string | null; tool_calls?: { id: string }[] } }[];
+  choices?: { message?: { content?: string | null; tool_calls?: ToolCallOut[] } }[];
   usage?: { prompt_tokens?: number };
+}
+
+interface ChatChunk {
+  choices?: { delta?: { content?: string | null; tool_calls?: { index: number; id?: string; function?: { name?: string; arguments?: string } }[] } }[];
+  usage?: { prompt_tokens?: number } | null;
+}
+
+/**
+ * A streamed answer put together as a client does: content deltas joined, each call's pieces by
+ * its index. Undefined when the stream did not end with `[DONE]` or a chunk was not JSON.
+ */
+export async function readChatStream(body: ReadableStream<Uint8Array>): Promise<ChatAnswer | undefined> {
+  let content = '';
+  const calls: ToolCallOut[] = [];
+  let usage: ChatAnswer['usage'];
+  let done = false;
+  for await (const data of readSseData(body)) {
+    if (data === '[DONE]') {
+      done = true;
+      continue;
+    }
+    let chunk: ChatChunk;
+    try {
+      chunk = JSON.parse(data) as ChatChunk;
+    } catch {
+      return undefined;
+    }
+    if (chunk.usage) usage = chunk.usage;
+    const delta = chunk.choices?.[0]?.delta;
+    content += delta?.content ?? '';
+    for (const piece of delta?.tool_calls ?? []) {
+      const call = (calls[piece.index] ??= { id: '', type: 'function', function: { name: '', arguments: '' } });
+      if (piece.id) call.id = piece.id;
+      if (piece.function?.name) call.function.name = piece.function.name;
+      call.function.arguments += piece.function?.arguments ?? '';
+    }
+  }
+  if (!done) return undefined;
+  return { choices: [{ message: { content: content || null, tool_calls: calls.length > 0 ? calls : undefined } }], usage };
 }
 
 /** The turn function for `runPass`, and the largest prompt it saw (the context the row reached). */
@@ -164,9 +210,10 @@ export interface ChatTarget {
 
 /**
  * The agent side of a conversation: system and task, then per turn the model's answer and a
- * ~2k-token tool result. Failures are counted in `errors`.
+ * ~2k-token tool result. With `stream` every request asks for a stream (with usage), as Claude
+ * Code, Codex and OpenCode do, and the answer is put together from it. Failures are counted in `errors`.
  */
-export function chatConversations(target: ChatTarget, sessions: number, label: string, errors: Errors): Conversations {
+export function chatConversations(target: ChatTarget, sessions: number, label: string, errors: Errors, stream = false): Conversations {
   const histories = Array.from({ length: sessions }, (_, s): unknown[] => [
     { role: 'system', content: 'You are a coding agent.' },
     { role: 'user', content: `${TASK_MATCH} ${label}-${s}: inspect the repository.` },
@@ -180,14 +227,19 @@ export function chatConversations(target: ChatTarget, sessions: number, label: s
       const r = await fetchForSession(target.urls, target.sessionId(s), '/v1/chat/completions', {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-        body: JSON.stringify({ model: MODEL, messages, tools: TOOLS, max_tokens: MAX_TOKENS }),
+        body: JSON.stringify({ model: MODEL, messages, tools: TOOLS, max_tokens: MAX_TOKENS, ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) }),
       });
       if (!r.ok) {
         await r.arrayBuffer();
         countStatus(errors, r.status);
         return false;
       }
-      body = (await r.json()) as ChatAnswer;
+      const answer = stream ? await readChatStream(r.body!) : ((await r.json()) as ChatAnswer);
+      if (!answer) {
+        errors.malformed++;
+        return false;
+      }
+      body = answer;
     } catch {
       errors.network++;
       return false;

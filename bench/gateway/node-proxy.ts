@@ -2,7 +2,7 @@
  * The floor of a Node.js middlebox on bench:gateway's traffic, measured beside the gateway: fastify
  * with the gateway's body limit, a bearer token, the chat request parsed and serialised again, sent
  * with the gateway's own engine client (`postToEngine`) to the engine's `/v1/chat/completions`, and
- * the answer passed back. No validation, template, tokens, router or store: what any Node proxy of
+ * the answer passed back (a stream as it arrives). No validation, template, tokens, router or store: what any Node proxy of
  * these conversations pays for HTTP and JSON on this machine.
  *
  *   node --import tsx bench/gateway/node-proxy.ts <engine url> <bearer token>
@@ -22,6 +22,8 @@ const app = Fastify({ bodyLimit: GATEWAY_MAX_BODY_BYTES });
 app.post('/v1/chat/completions', async (request, reply) => {
   if (request.headers.authorization !== `Bearer ${token}`) return reply.code(401).send({ error: { message: 'bad token' } });
   const answer = await postToEngine(chat, JSON.stringify(request.body));
+  // A stream goes back as it arrives; a whole answer is read first, as a proxy that looks at it would.
+  if ((request.body as { stream?: unknown }).stream === true) return reply.code(answer.status).type(answer.header('content-type') ?? 'text/event-stream').send(answer.body);
   return reply.code(answer.status).type('application/json').send(await answer.text());
 });
 
